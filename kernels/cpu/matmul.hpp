@@ -1,0 +1,35 @@
+// Products of activations (f32) with weight matrices stored in any GgmlType.
+// A weight matrix is [rows = out features][cols = in features], one contiguous
+// (quantized) row per output feature, exactly as GGUF stores it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/ggml_types.hpp"
+
+namespace arbor::kernels {
+
+class ThreadPool;
+
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  const void* data = nullptr;  // rows * row_bytes(type, cols) bytes, not owned
+  std::int64_t rows = 0;       // output features
+  std::int64_t cols = 0;       // input features
+};
+
+// y[i][r] = sum_c x[i][c] * W[r][c] for i < m, r < w.rows.
+// x: [m][w.cols] f32 row-major, y: [m][w.rows] f32 row-major (must not alias x).
+// m == 1 is the decode case (GEMV, memory bound); m > 1 the prefill/batched case
+// (GEMM, compute bound). Work is split over `pool`. Thread-safe for distinct y.
+void matmul(const WeightMatrix& w, const float* x, std::int64_t m, float* y, ThreadPool& pool);
+
+// The scalar reference: dequantize each row, then plain f32 dot products (single
+// thread). Tests compare every fast path against it.
+void matmul_reference(const WeightMatrix& w, const float* x, std::int64_t m, float* y);
+
+// Copies row `row` of `w` into dst[w.cols] as f32 (embedding lookup).
+void dequantize_row(const WeightMatrix& w, std::int64_t row, float* dst);
+
+}  // namespace arbor::kernels

@@ -1,0 +1,34 @@
+// Element-wise and row-wise ops of the transformer. Each has a SIMD path chosen at
+// run time; `*_reference` are the scalar versions the tests compare against.
+#pragma once
+
+#include <cstdint>
+
+namespace arbor::kernels {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], for one row of n values.
+void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
+void rmsnorm_reference(const float* x, const float* weight, int n, float eps, float* out);
+
+// Rotates, in place, adjacent pairs (x[2i], x[2i+1]) of each of `num_heads` heads
+// (head_dim values each, contiguous) by angle pos * theta^(-2i / rot_dim), for
+// 2i < rot_dim (GGUF llama layout; rot_dim = head_dim for Llama).
+void rope(float* x, int num_heads, int head_dim, int rot_dim, int pos, float theta);
+void rope_reference(float* x, int num_heads, int head_dim, int rot_dim, int pos, float theta);
+
+// gate[i] = silu(gate[i]) * up[i]   (SwiGLU)
+void silu_mul(float* gate, const float* up, int n);
+void silu_mul_reference(float* gate, const float* up, int n);
+
+// x[i] += y[i]
+void add_inplace(float* x, const float* y, int n);
+
+// In-place numerically stable softmax of one row.
+void softmax(float* x, int n);
+void softmax_reference(float* x, int n);
+
+// f32 <-> f16 rows (KV cache stores f16).
+void fp32_to_fp16_row(const float* src, std::uint16_t* dst, int n);
+void fp16_to_fp32_row(const std::uint16_t* src, float* dst, int n);
+
+}  // namespace arbor::kernels
