@@ -1,0 +1,100 @@
+// Plan: the validated, fully resolved form of a workflow; pure data for the actors.
+// Everything knowable at load time is resolved here: input values (after overrides),
+// shared prefix texts (files read, {{inputs.*}} substituted), generation settings
+// (built-in <- workflow defaults <- agent), fan-out expanded into instances with
+// unique ids, depends_on resolved to instance ids, and each template's {{outputs.ID}}
+// mapped to the instances it reads.
+//
+// Execution contract of one AgentPlan (the runtime implements it; workflows/ runs nothing):
+//   1. wait until every agent in depends_on has finished;
+//   2. if `task` is set, generate turn 0 from context = prefix text + rendered task
+//      (layout task_first swaps the two; lint warns because it defeats prefix reuse);
+//   3. spawn `children` (each follows this same contract) and wait for all of them;
+//   4. if `fan_in` is set, render it ({{children}} now available) as the next turn;
+//   5. render each of `turns` in order as a follow-up turn of the same conversation,
+//      {{previous}} = the output of the turn before.
+//   The agent's output is the output of its last turn. Load-time checks guarantee
+//   that every variable a template uses has a value at that point and that no
+//   dependency cycle (explicit or through parent/child waits) exists.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workflows/diagnostics.hpp"
+#include "workflows/template.hpp"
+
+namespace arbor::workflows {
+
+struct InputValue {
+  std::string text;                               // what {{inputs.NAME}} renders to
+  std::optional<std::vector<std::string>> items;  // set for list inputs (for_each source)
+};
+
+struct PrefixSpec {
+  std::string id;
+  std::string system;     // system text ({{inputs.*}} substituted)
+  std::string documents;  // the documents in order, "# title\n\n" headed, "\n\n" joined
+  // system + "\n\n" + documents (or just one of them): byte-identical for every agent
+  // that names this prefix, so its token ids (and KV pages) can be shared.
+  std::string text;
+};
+
+struct GenerationSettings {
+  int max_tokens = 128;      // 1..8192
+  double temperature = 0.0;  // 0..2; 0 = greedy
+  double top_p = 1.0;        // (0, 1]
+  int top_k = 0;             // 0 = off
+  std::uint64_t seed = 0;
+  std::vector<std::string> stop;  // generation stops after any of these strings
+};
+
+enum class Layout { prefix_first, task_first };
+
+struct AgentPlan {
+  std::string id;         // unique instance id: "summariser", "researcher[2]", "lead[1]/worker[0]"
+  std::string spec_id;    // the id written in the workflow ("researcher")
+  std::string parent_id;  // "" for a root agent
+  std::string prefix_id;  // key into Plan::prefixes; "" = no shared prefix
+  Layout layout = Layout::prefix_first;
+  std::optional<Template> task;    // absent only for agents with children and a fan_in
+  std::vector<Template> turns;     // follow-up turns, in order
+  std::optional<Template> fan_in;  // set only when children is non-empty
+  GenerationSettings generation;
+  int max_retries = 1;             // 0..10
+  std::int64_t timeout_ms = 120000;  // > 0, per attempt of the whole agent
+  std::vector<std::string> depends_on;  // instance ids
+  std::optional<std::string> item;      // fan-out element (nearest for_each ancestor-or-self)
+  std::optional<std::size_t> index;
+  // For each {{outputs.ID}} used in this agent's templates: the instance ids it reads,
+  // in order (several when ID fans out; they render joined, see join_outputs).
+  std::map<std::string, std::vector<std::string>> output_sources;
+  std::vector<AgentPlan> children;  // sub-agents, fan-out already expanded
+};
+
+struct Plan {
+  std::string name;
+  std::string tenant;
+  std::string description;
+  std::map<std::string, InputValue> inputs;
+  std::map<std::string, PrefixSpec> prefixes;
+  std::vector<AgentPlan> agents;      // root agents (usually one)
+  std::vector<Diagnostic> warnings;   // lint results; the plan is valid regardless
+
+  // Depth-first, parents before children. O(number of agents).
+  void visit(const std::function<void(const AgentPlan&)>& fn) const;
+  const AgentPlan* find(const std::string& id) const;
+  std::size_t num_agents() const;  // all instances, children included
+};
+
+// Builds the render context of `agent` from the outputs finished so far (keyed by
+// instance id): inputs, item/index, {{outputs.ID}} values, and {{children}} once every
+// child has an output. The caller sets `previous` for follow-up turns.
+Context make_context(const Plan& plan, const AgentPlan& agent,
+                     const std::map<std::string, std::string>& finished_outputs);
+
+}  // namespace arbor::workflows
