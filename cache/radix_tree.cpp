@@ -147,16 +147,30 @@ MatchResult RadixTree::match_prefix(std::span<const TokenId> tokens, Touch touch
   Walk w = walk(tokens, &r.pages);
   r.num_tokens = w.num_pages * std::size_t(page_size_);
   r.node = w.node;
-  if (touch == Touch::hit && w.node != kRootNode) {
-    const std::uint64_t now = clock_.tick();
-    for (NodeId n = w.node; n != kRootNode; n = nodes_[std::size_t(n)].parent) {
-      auto& access = nodes_[std::size_t(n)].access;
-      access.last_access = now;
-      ++access.hit_count;
-      refresh_evictable(n);
-    }
-  }
+  if (touch == Touch::hit) record_hit(w.node);
   return r;
+}
+
+void RadixTree::record_hit(NodeId node) {
+  if (node == kRootNode) return;
+  const std::uint64_t now = clock_.tick();
+  for (NodeId n = node; n != kRootNode; n = nodes_[std::size_t(n)].parent) {
+    auto& access = nodes_[std::size_t(n)].access;
+    access.last_access = now;
+    ++access.hit_count;
+    refresh_evictable(n);
+  }
+}
+
+std::vector<PageId> RadixTree::path_pages(NodeId id) const {
+  std::vector<NodeId> path;
+  for (NodeId n = id; n != kRootNode; n = nodes_[std::size_t(n)].parent) path.push_back(n);
+  std::vector<PageId> pages;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    const auto& p = nodes_[std::size_t(*it)].pages;
+    pages.insert(pages.end(), p.begin(), p.end());
+  }
+  return pages;
 }
 
 InsertResult RadixTree::insert(std::span<const TokenId> tokens, std::span<const PageId> pages) {

@@ -107,6 +107,9 @@ class RadixTree {
   // ends mid-edge (content unchanged) so that `node` ends exactly at the match.
   // Touch::hit bumps the logical clock and the hit counts along the path.
   MatchResult match_prefix(std::span<const TokenId> tokens, Touch touch = Touch::hit);
+  // Counts a hit on `node` and its ancestors and makes them the most recently used
+  // (what Touch::hit does; for callers that choose between several matches first).
+  void record_hit(NodeId node);
 
   // Inserts the full pages of `tokens` (a trailing partial page is ignored), page i of
   // the prefix held by pages[i]. Where the tree already has a page for a position it
@@ -136,6 +139,8 @@ class RadixTree {
   bool is_live(NodeId id) const {
     return id >= 0 && std::size_t(id) < nodes_.size() && nodes_[std::size_t(id)].live;
   }
+  // Pages from the root to the end of `id`'s edge.
+  std::vector<PageId> path_pages(NodeId id) const;
   // Children of `id`, oldest first (deterministic for dashboards and tests).
   std::vector<NodeId> children(NodeId id) const;
   // Calls f(node_id) for every live node except the root.

@@ -1,0 +1,73 @@
+// Plain counters the cache keeps for dashboards, events and tests; copying one is cheap.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cache/kv_geometry.hpp"
+
+namespace arbor::cache {
+
+using TenantId = std::int32_t;
+constexpr TenantId kSharedNamespace = -1;  // the namespace published prefixes live in
+
+struct TokenCounters {
+  std::uint64_t lookups = 0;          // match() calls
+  std::uint64_t hit_tokens = 0;       // tokens adopted from the cache by match()
+  std::uint64_t miss_tokens = 0;      // prompt tokens match() left to compute
+  std::uint64_t inserted_tokens = 0;  // tokens newly added to the tree by commit()
+  std::uint64_t evicted_pages = 0;    // pages evicted from the namespace's tree
+};
+
+struct TenantStats {
+  std::string name;
+  TokenCounters counters;
+  std::size_t tree_pages = 0;     // pages in the tenant's own tree
+  std::size_t private_pages = 0;  // pages of its live sequences not (yet) in a tree
+  std::size_t used_pages = 0;     // tree_pages + private_pages: what the quota limits
+  std::size_t quota_pages = 0;    // 0 = no quota
+  std::size_t evictable_pages = 0;  // own tree pages no lock holds
+  int num_sequences = 0;
+};
+
+struct PoolStats {
+  int total_pages = 0;
+  int free_pages = 0;
+  int used_pages = 0;
+  int idle_pages = 0;       // cached and unlocked: held only by unlocked tree nodes
+  int protected_pages = 0;  // held by a live sequence, a pin or a locked tree path
+};
+
+struct CacheStats {
+  TokenCounters total;          // every tenant plus the shared namespace's evictions
+  PoolStats pool;
+  std::size_t shared_tree_pages = 0;
+  std::size_t pinned_pages = 0;  // counted per pin (overlapping pins count twice)
+  int num_sequences = 0;
+  int num_pins = 0;
+};
+
+// One node of a tree, as a dashboard shows it. Ids are unique within a namespace and
+// stable while the node lives; parent_id 0 is the namespace's root.
+struct TreeSummaryNode {
+  std::uint64_t id = 0;
+  std::uint64_t parent_id = 0;
+  std::size_t num_tokens = 0;           // tokens on the edge into this node
+  std::vector<TokenId> first_tokens;    // the edge's first few token ids
+  std::size_t depth_tokens = 0;         // tokens from the root to the end of the edge
+  std::uint64_t hit_count = 0;
+  int lock_count = 0;
+  bool is_shared_namespace = false;
+};
+
+// What the eviction listener hears, once per evicted page.
+struct EvictionEvent {
+  TenantId tenant = kSharedNamespace;  // whose namespace (kSharedNamespace: the shared one)
+  PageId page = kNoPage;
+  std::size_t end_token = 0;  // the page held tokens [end_token - page_size, end_token)
+  bool freed = false;         // true when no other holder kept the page alive
+};
+
+}  // namespace arbor::cache
