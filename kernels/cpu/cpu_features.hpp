@@ -20,5 +20,8 @@ struct CpuFeatures {
 const CpuFeatures& cpu_features();  // detected once, cached
 // Set ARBOR_NO_AVX512=1 to force the AVX2 paths (tests run both).
 bool use_avx512();
+// Test hook: -1 = automatic (detection + ARBOR_NO_AVX512), 0 = force AVX2 paths,
+// 1 = AVX-512 paths if the CPU has them. Not thread-safe against running kernels.
+void set_avx512_override(int mode);
 
 }  // namespace arbor::kernels

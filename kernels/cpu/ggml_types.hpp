@@ -24,6 +24,10 @@ std::size_t row_bytes(GgmlType type, std::int64_t n);
 
 float fp16_to_fp32(std::uint16_t h);
 std::uint16_t fp32_to_fp16(float f);  // round to nearest even
+// Portable bit-twiddling versions (the references for the F16C-based ones above).
+float fp16_to_fp32_scalar(std::uint16_t h);
+std::uint16_t fp32_to_fp16_scalar(float f);  // round to nearest even
+std::uint16_t fp32_to_bf16(float f);         // round to nearest even
 inline float bf16_to_fp32(std::uint16_t b) {
   std::uint32_t u = std::uint32_t(b) << 16;
   float f;
