@@ -1,0 +1,135 @@
+// The paged, batched engine against a naive dense forward pass on a tiny random model.
+#include "model/engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "cache/page_allocator.hpp"
+#include "cache/page_pool.hpp"
+#include "model/kv_sequence.hpp"
+#include "tests/model/tiny_llama.hpp"
+
+namespace arbor::model {
+namespace {
+
+class TinyEngine : public ::testing::TestWithParam<int /*page size*/> {
+ protected:
+  void SetUp() override {
+    bytes_ = testing::write_tiny_llama(testing::TinyLlamaShape{}, 7);
+    auto file = GgufFile::parse(bytes_);
+    ASSERT_TRUE(file) << file.error().message;
+    file_.emplace(std::move(*file));
+    auto config = read_llama_config(*file_);
+    ASSERT_TRUE(config) << config.error().message;
+    config_ = *config;
+    auto weights = bind_llama_weights(*file_, config_);
+    ASSERT_TRUE(weights) << weights.error().message;
+    weights_ = std::move(*weights);
+    engine_.emplace(config_, weights_, 2);
+    pool_.emplace(engine_->kv_geometry(GetParam()), 256, allocator_);
+    // Scramble the free list so page tables are not contiguous (KV rule 9).
+    auto all = pool_->allocate(pool_->num_free());
+    ASSERT_TRUE(all);
+    std::shuffle(all->begin(), all->end(), std::mt19937(3));
+    for (auto p : *all) pool_->unref(p);
+  }
+
+  std::vector<std::int32_t> random_tokens(int n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::int32_t> t(static_cast<std::size_t>(n));
+    for (auto& x : t) x = std::int32_t(rng() % std::uint32_t(config_.vocab_size));
+    return t;
+  }
+
+  std::vector<std::byte> bytes_;
+  std::optional<GgufFile> file_;
+  LlamaConfig config_;
+  LlamaWeights weights_;
+  std::optional<Engine> engine_;
+  cache::HostPageAllocator allocator_;
+  std::optional<cache::PagePool> pool_;
+};
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, float tol) {
+  ASSERT_EQ(a.size(), b.size());
+  float worst = 0.f;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  EXPECT_LT(worst, tol);
+}
+
+TEST_P(TinyEngine, ChunkedPrefillMatchesNaiveForward) {
+  const auto tokens = random_tokens(45, 11);
+  const auto expected = testing::naive_forward(config_, weights_, tokens);
+  for (int chunk : {1, 7, 64}) {
+    KvSequence seq;
+    auto logits = prefill(*engine_, *pool_, seq, tokens, chunk, LogitsMode::all);
+    ASSERT_TRUE(logits) << logits.error().message;
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    expect_close(*logits, expected, 2e-2f);  // K/V are stored as f16
+    release(seq, *pool_);
+  }
+  EXPECT_EQ(pool_->num_used(), 0);
+}
+
+TEST_P(TinyEngine, BatchedDecodeEqualsOneAtATime) {
+  // Three sequences of different lengths decode together; each must match running
+  // alone.
+  const std::vector<int> lengths = {5, 18, 33};
+  std::vector<KvSequence> together(3), alone(3);
+  std::vector<std::int32_t> next;
+  for (int i = 0; i < 3; ++i) {
+    auto prompt = random_tokens(lengths[std::size_t(i)], 100 + std::uint32_t(i));
+    ASSERT_TRUE(prefill(*engine_, *pool_, together[std::size_t(i)], prompt, 16));
+    ASSERT_TRUE(prefill(*engine_, *pool_, alone[std::size_t(i)], prompt, 16));
+    next.push_back(std::int32_t(i + 1));
+  }
+  for (int step = 0; step < 4; ++step) {
+    std::vector<KvSequence*> ptrs = {&together[0], &together[1], &together[2]};
+    auto batched = decode_step(*engine_, *pool_, ptrs, next);
+    ASSERT_TRUE(batched);
+    for (std::size_t i = 0; i < 3; ++i) {
+      KvSequence* one[] = {&alone[i]};
+      auto single = decode_step(*engine_, *pool_, one, std::span(&next[i], 1));
+      ASSERT_TRUE(single);
+      std::vector<float> row(batched->begin() + std::ptrdiff_t(i * std::size_t(config_.vocab_size)),
+                             batched->begin() + std::ptrdiff_t((i + 1) * std::size_t(config_.vocab_size)));
+      expect_close(row, *single, 1e-4f);
+      next[i] = std::int32_t(std::max_element(row.begin(), row.end()) - row.begin());
+    }
+  }
+  for (auto& s : together) release(s, *pool_);
+  for (auto& s : alone) release(s, *pool_);
+  EXPECT_EQ(pool_->num_used(), 0);
+}
+
+TEST_P(TinyEngine, RejectsBadInputWithoutWriting) {
+  KvSequence seq;
+  std::vector<std::int32_t> bad = {1, 2, config_.vocab_size};  // last id out of range
+  auto r = prefill(*engine_, *pool_, seq, bad, 8);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::invalid_argument);
+  EXPECT_NE(r.error().message.find("outside the vocabulary"), std::string::npos);
+
+  std::vector<std::int32_t> tokens = {1, 2, 3};
+  SequenceStep short_table{tokens, 0, {}, LogitsMode::last};
+  std::vector<float> logits;
+  auto r2 = engine_->forward(std::span(&short_table, 1), *pool_, logits);
+  ASSERT_FALSE(r2);
+  EXPECT_NE(r2.error().message.find("page table"), std::string::npos);
+
+  std::vector<std::int32_t> too_long(static_cast<std::size_t>(config_.context_length + 1), 1);
+  KvSequence seq2;
+  auto r3 = prefill(*engine_, *pool_, seq2, too_long, 600);
+  ASSERT_FALSE(r3);
+  EXPECT_EQ(r3.error().code, ErrorCode::too_long);
+  release(seq, *pool_);
+  release(seq2, *pool_);
+}
+
+INSTANTIATE_TEST_SUITE_P(PageSizes, TinyEngine, ::testing::Values(1, 4, 16));
+
+}  // namespace
+}  // namespace arbor::model
