@@ -22,7 +22,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
   std::string best;
-  std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
+  std::size_t best_distance = std::max<std::size_t>(1, name.size() / 3) + 1;
   for (const auto& c : candidates) {
     std::size_t d = edit_distance(name, c);
     if (d < best_distance) best_distance = d, best = c;

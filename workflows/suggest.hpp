@@ -11,7 +11,7 @@ namespace arbor::workflows {
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate nearest to `name` if it is close enough to be a plausible typo
-// (distance <= max(2, |name|/3)); "" otherwise.
+// (distance <= max(1, |name|/3)); "" otherwise.
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates);
 
 // " (did you mean 'x'?)" or "".
