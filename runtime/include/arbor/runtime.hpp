@@ -1,0 +1,217 @@
+// Arbor's embedding API. One Runtime = one model, one actor system, one cache actor
+// (which owns the KV page pool, the radix trees and the engine) shared by every
+// workflow run and every generate() call made through it.
+//
+//   arbor::RuntimeConfig config;
+//   config.model_path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+//   auto runtime = arbor::Runtime::create(config);          // Result<unique_ptr<Runtime>>
+//   auto result = (*runtime)->run("workflows/examples/research_team.json", {});
+//   std::cout << arbor::to_json(*result) << "\n";
+//   auto stats = (*runtime)->cache_stats();
+//
+// Thread safety: every method may be called from any thread, concurrently. Callbacks
+// run on runtime threads: keep them short and never call wait() from inside one.
+// Lifetime: destroying the Runtime cancels what is still running and waits for it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace arbor {
+
+struct TenantOptions {
+  std::size_t quota_pages = 0;  // 0 = no quota beyond the pool
+  bool read_shared = false;     // may read prefixes published to the shared namespace
+};
+
+struct RuntimeConfig {
+  std::string model_path;            // GGUF file; empty = the default model under models/
+  int num_threads = 0;               // 0 = all hardware threads
+  std::size_t kv_memory_mb = 256;    // KV page pool size
+  int page_size = 16;                // tokens per page
+  std::string eviction = "lru";      // "lru" | "lfu" | "workflow" (priority by pending readers)
+  bool prefix_caching = true;        // false = compute every prompt in full (baseline)
+  int prefill_chunk = 256;           // max prompt tokens of one sequence per engine step
+  int max_step_tokens = 1024;        // token budget of one engine step (decode + prefill)
+  std::size_t max_pinned_pages = 0;  // cap on pages pinned for pending agents; 0 = half the pool
+  std::size_t max_queued_requests = 256;  // admissions beyond this are refused (out_of_memory)
+  std::map<std::string, TenantOptions> tenants;  // unknown tenants get defaults on first use
+};
+
+struct ChatMessage {
+  std::string role;  // "system" | "user" | "assistant"
+  std::string content;
+};
+
+struct SamplingOptions {
+  int max_tokens = 128;
+  double temperature = 0.0;  // 0 = greedy
+  double top_p = 1.0;
+  int top_k = 0;
+  std::uint64_t seed = 0;
+  std::vector<std::string> stop;
+};
+
+struct GenerateRequest {
+  std::string tenant = "default";
+  std::vector<ChatMessage> messages;  // rendered with the model's chat template...
+  std::optional<std::string> raw_prompt;  // ...unless a raw prompt is given
+  SamplingOptions sampling;
+};
+
+struct GenerateResult {
+  std::string text;
+  std::vector<std::int32_t> tokens;  // generated token ids
+  std::size_t prompt_tokens = 0;
+  std::size_t cached_tokens = 0;     // prompt tokens whose K/V came from the cache
+  std::size_t computed_tokens = 0;   // prompt tokens prefilled by this request
+  std::size_t generated_tokens = 0;
+  double ttft_ms = 0;                // request accepted -> first generated token
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  std::string finish_reason;         // "stop" | "length" | "cancelled"
+};
+
+struct AgentResult {
+  std::string id;
+  std::string parent;  // "" for a root agent
+  std::string status;  // "ok" | "failed" | "cancelled" | "timeout" | "pending"
+  std::string output;
+  std::size_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
+  int attempts = 0;
+  double ttft_ms = 0, duration_ms = 0;
+  std::string error;  // set when status is not "ok"
+};
+
+struct RunResult {
+  std::string run_id;
+  std::string workflow;
+  std::string tenant;
+  std::string status;  // "ok" | "failed" | "cancelled" | "running"
+  std::vector<AgentResult> agents;
+  double wall_ms = 0;
+  std::string error;
+};
+
+struct TenantCacheStats {
+  std::uint64_t lookups = 0, hit_tokens = 0, miss_tokens = 0, inserted_tokens = 0, evicted_pages = 0;
+  std::size_t used_pages = 0, quota_pages = 0;
+  int num_sequences = 0;
+};
+
+struct CacheStats {
+  std::uint64_t prompt_tokens = 0;    // prompt tokens of every request served
+  std::uint64_t cached_tokens = 0;    // of which read from the cache
+  std::uint64_t computed_tokens = 0;  // of which prefilled
+  std::uint64_t generated_tokens = 0;
+  double hit_ratio = 0;               // cached / prompt
+  int pages_total = 0, pages_used = 0, pages_free = 0, pages_locked = 0, pages_cached_idle = 0;
+  std::uint64_t evictions = 0;        // pages evicted
+  int live_sequences = 0;
+  int queued_requests = 0;
+  std::map<std::string, TenantCacheStats> tenants;
+};
+
+struct CacheTreeNode {
+  std::uint64_t id = 0, parent_id = 0;
+  std::size_t num_tokens = 0, depth_tokens = 0;
+  std::uint64_t hit_count = 0;
+  int lock_count = 0;
+  bool shared_namespace = false;
+  std::string snippet;  // the edge's first tokens, decoded
+};
+
+struct Event {
+  enum class Kind { run_started, agent_started, token, agent_finished, run_finished };
+  Kind kind = Kind::run_started;
+  std::string run_id;
+  std::string agent_id;  // empty for run events
+  std::string text;      // token: the new text; agent_finished: the output
+  std::string status;    // agent_finished / run_finished
+  CacheStats cache;      // snapshot, set on agent_finished and run_finished
+};
+using EventCallback = std::function<void(const Event&)>;
+const char* to_string(Event::Kind kind);
+
+// A run in flight. Copyable; all copies refer to the same run.
+class RunHandle {
+ public:
+  const std::string& id() const;
+  bool done() const;
+  RunResult wait();           // blocks until the run ends
+  RunResult snapshot() const;  // current state (status "running" while in flight)
+  void cancel();              // stops generation, frees the run's pages; wait() then returns
+
+  struct State;
+  explicit RunHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// A generate() call in flight (the server streams through it).
+class GenerationHandle {
+ public:
+  GenerateResult wait();
+  void cancel();
+
+  struct State;
+  explicit GenerationHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+class Runtime {
+ public:
+  // Loads the model and starts the actor system. Errors: the model (not_found,
+  // corrupt_data, unsupported) or the config (invalid_argument).
+  static Result<std::unique_ptr<Runtime>> create(RuntimeConfig config);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Runs a workflow file to completion. invalid_argument with every diagnostic for an
+  // invalid workflow; otherwise the result (status "failed" if an agent failed).
+  Result<RunResult> run(const std::string& workflow_path,
+                        const std::map<std::string, std::string>& inputs = {});
+  // Starts a workflow (file path, or JSON text when `is_text`) and returns at once.
+  // `tenant_override`, when set, replaces the workflow's tenant (the server sets it
+  // from the API key, never from the request body).
+  Result<RunHandle> start(const std::string& workflow, const std::map<std::string, std::string>& inputs,
+                          EventCallback on_event = {}, bool is_text = false,
+                          std::optional<std::string> tenant_override = std::nullopt,
+                          const std::string& base_dir = ".");
+
+  // One-shot generation through the same cache actor.
+  Result<GenerateResult> generate(const GenerateRequest& request);
+  // Streaming: on_token(text piece) per token as it is decoded.
+  Result<GenerationHandle> start_generate(const GenerateRequest& request,
+                                          std::function<void(const std::string&)> on_token = {});
+
+  CacheStats cache_stats() const;
+  std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes = 256) const;
+  const RuntimeConfig& config() const;
+  std::string model_name() const;
+  std::size_t context_length() const;
+
+  struct Impl;
+
+ private:
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The documents `arbor run --json` prints and the server returns.
+std::string to_json(const RunResult& result);
+std::string to_json(const CacheStats& stats);
+std::string to_json(const GenerateResult& result);
+
+}  // namespace arbor
