@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/attention_internal.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/ggml_types.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/simd_math.hpp"
@@ -130,10 +132,12 @@ void paged_attention(const PagedAttentionArgs& args, ThreadPool& pool) {
       tasks.push_back({h, b * kRowBlock, std::min(args.num_rows, (b + 1) * kRowBlock)});
   }
   std::atomic<std::size_t> next{0};
+  const bool wide = use_avx512();
   const int workers = int(std::min<std::size_t>(pool.num_threads(), tasks.size()));
   pool.parallel_for(workers, [&](int, std::int64_t, std::int64_t) {
     for (std::size_t i = next.fetch_add(1); i < tasks.size(); i = next.fetch_add(1))
-      run_task(args, tasks[i]);
+      if (wide) detail::attention_task_avx512(args, tasks[i].kv_head, tasks[i].row_begin, tasks[i].row_end);
+      else run_task(args, tasks[i]);
   });
 }
 

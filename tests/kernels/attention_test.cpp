@@ -83,11 +83,14 @@ TEST(PagedAttention, MatchesFullSoftmaxReference) {
       {33, 5, 4, 4, 8, 5},     // MHA, odd page size
       {7, 61, 6, 1, 12, 4},    // MQA, head_dim not a multiple of 8
       {3, 47, 9, 3, 64, 16},   // ends exactly at a page boundary
+      {20, 30, 2, 1, 40, 37},  // page larger than a register of slots, head_dim % 16 != 0
   };
-  for (const Case& c : cases) {
-    run_case(c, rng, pool1);
-    run_case(c, rng, pool2);
-  }
+  testing::for_each_isa([&](bool) {
+    for (const Case& c : cases) {
+      run_case(c, rng, pool1);
+      run_case(c, rng, pool2);
+    }
+  });
 }
 
 TEST(PagedAttention, SinglePositionReturnsItsValue) {
@@ -103,9 +106,11 @@ TEST(PagedAttention, SinglePositionReturnsItsValue) {
   const std::uint16_t* vp[1] = {v.data()};
   std::vector<float> q(2 * hd, 1.f), out(2 * hd);
   PagedAttentionArgs a{q.data(), out.data(), 1, 0, 2, 1, hd, 16, kp, vp, 0.3f};
-  paged_attention(a, pool);
-  for (int h = 0; h < 2; ++h)
-    for (int i = 0; i < hd; ++i) EXPECT_EQ(out[h * hd + i], float(i) - 3.f);
+  testing::for_each_isa([&](bool) {
+    paged_attention(a, pool);
+    for (int h = 0; h < 2; ++h)
+      for (int i = 0; i < hd; ++i) EXPECT_EQ(out[h * hd + i], float(i) - 3.f);
+  });
 }
 
 }  // namespace

@@ -1,0 +1,183 @@
+// AVX-512 attention task: one KV head x a block of query rows (all query heads of the
+// KV group). Per page, K is converted to f32 and transposed ([head_dim][slots]) so that
+// 16 slot scores come out of head_dim FMAs in one register with no horizontal sums,
+// the online softmax runs on 16 scores at a time, and P.V accumulates with broadcast
+// probabilities. The converted page is shared by every query vector of the task.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/attention_internal.hpp"
+
+namespace arbor::kernels::detail {
+namespace {
+
+// e^x for 16 lanes; -inf and anything below -87.3 give 0.
+inline __m512 exp512(__m512 x) {
+  const __mmask16 too_small = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33f), _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)), _mm512_set1_ps(88.37f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+  const __m512 result = _mm512_scalef_ps(p, n);  // p * 2^n without exponent overflow games
+  return _mm512_maskz_mov_ps(__mmask16(~too_small), result);
+}
+
+struct ChunkArgs {
+  const float* kt;  // [hd][sp] transposed K of the page
+  const float* vf;  // [sp][hp] V of the page
+  int sp, hd, hp, visible;
+  __m512 scale;
+  const float* q[4];
+  float* o[4];   // running weighted sums [hp]
+  float* ml[4];  // running max, running sum
+};
+
+// Online-softmax update of NQ query vectors with the first `visible` slots of a page,
+// 16 slots at a time.
+template <int NQ>
+void page_chunks(const ChunkArgs& c) {
+  alignas(64) float prob[NQ][16];
+  for (int c0 = 0; c0 < c.visible; c0 += 16) {
+    __m512 s0[NQ], s1[NQ];
+    for (int i = 0; i < NQ; ++i) s0[i] = s1[i] = _mm512_setzero_ps();
+    const float* k = c.kt + c0;
+    int d = 0;
+    for (; d + 2 <= c.hd; d += 2) {
+      const __m512 k0 = _mm512_loadu_ps(k + std::size_t(d) * c.sp);
+      const __m512 k1 = _mm512_loadu_ps(k + std::size_t(d + 1) * c.sp);
+      for (int i = 0; i < NQ; ++i) {
+        s0[i] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d]), k0, s0[i]);
+        s1[i] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d + 1]), k1, s1[i]);
+      }
+    }
+    if (d < c.hd) {
+      const __m512 k0 = _mm512_loadu_ps(k + std::size_t(d) * c.sp);
+      for (int i = 0; i < NQ; ++i) s0[i] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d]), k0, s0[i]);
+    }
+    const int n = std::min(16, c.visible - c0);
+    const __mmask16 valid = n == 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+    float corr[NQ];
+    for (int i = 0; i < NQ; ++i) {
+      __m512 sc = _mm512_mul_ps(_mm512_add_ps(s0[i], s1[i]), c.scale);
+      sc = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-INFINITY), sc);
+      const float m_old = c.ml[i][0];
+      const float m_new = std::max(m_old, _mm512_reduce_max_ps(sc));
+      corr[i] = std::exp(m_old - m_new);  // 0 on the first chunk
+      const __m512 pr = exp512(_mm512_sub_ps(sc, _mm512_set1_ps(m_new)));
+      c.ml[i][0] = m_new;
+      c.ml[i][1] = c.ml[i][1] * corr[i] + _mm512_reduce_add_ps(pr);
+      _mm512_store_ps(prob[i], pr);
+    }
+    for (int j = 0; j < c.hp; j += 16) {
+      __m512 u0[NQ], u1[NQ];
+      for (int i = 0; i < NQ; ++i) {
+        u0[i] = _mm512_mul_ps(_mm512_loadu_ps(c.o[i] + j), _mm512_set1_ps(corr[i]));
+        u1[i] = _mm512_setzero_ps();
+      }
+      const float* v = c.vf + std::size_t(c0) * c.hp + j;
+      int s = 0;
+      for (; s + 2 <= n; s += 2) {
+        const __m512 v0 = _mm512_loadu_ps(v + std::size_t(s) * c.hp);
+        const __m512 v1 = _mm512_loadu_ps(v + std::size_t(s + 1) * c.hp);
+        for (int i = 0; i < NQ; ++i) {
+          u0[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s]), v0, u0[i]);
+          u1[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s + 1]), v1, u1[i]);
+        }
+      }
+      if (s < n) {
+        const __m512 v0 = _mm512_loadu_ps(v + std::size_t(s) * c.hp);
+        for (int i = 0; i < NQ; ++i) u0[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s]), v0, u0[i]);
+      }
+      for (int i = 0; i < NQ; ++i) _mm512_storeu_ps(c.o[i] + j, _mm512_add_ps(u0[i], u1[i]));
+    }
+  }
+}
+
+}  // namespace
+
+void attention_task_avx512(const PagedAttentionArgs& a, int kv_head, int r0, int r1) {
+  const int group = a.num_q_heads / a.num_kv_heads;
+  const int hd = a.head_dim, ps = a.page_size;
+  const int nq = (r1 - r0) * group;
+  const int sp = (ps + 15) / 16 * 16;  // slots padded to whole registers
+  const int hv = (hd + 15) / 16;       // registers per head vector
+  const int hp = hv * 16;
+  thread_local std::vector<float> kt, vf, acc, kbuf, ml;
+  kt.assign(std::size_t(hd) * sp, 0.f);
+  vf.assign(std::size_t(sp) * hp, 0.f);
+  kbuf.resize(std::size_t(ps) * hd);
+  acc.assign(std::size_t(nq) * hp, 0.f);
+  ml.resize(std::size_t(nq) * 2);
+  for (int i = 0; i < nq; ++i) {
+    ml[2 * i] = -INFINITY;
+    ml[2 * i + 1] = 0.f;
+  }
+  const int last_pos = a.first_pos + r1 - 1;
+  const int num_pages = last_pos / ps + 1;  // later pages are wholly in the future
+  const std::size_t head_offset = std::size_t(kv_head) * ps * hd;
+  const __m512 vscale = _mm512_set1_ps(a.scale);
+  for (int p = 0; p < num_pages; ++p) {
+    // Only slots up to the last visible position are read (later ones may be unwritten).
+    const int page_slots = std::min(ps, last_pos - p * ps + 1);
+    const std::uint16_t* ksrc = a.k_pages[p] + head_offset;
+    const std::uint16_t* vsrc = a.v_pages[p] + head_offset;
+    for (int s = 0; s < page_slots; ++s) {
+      float* vrow = vf.data() + std::size_t(s) * hp;
+      float* krow = kbuf.data() + std::size_t(s) * hd;
+      for (int d = 0; d < hd; d += 16) {
+        const __mmask16 m = hd - d >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (hd - d)) - 1);
+        _mm512_mask_storeu_ps(vrow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, vsrc + std::size_t(s) * hd + d)));
+        _mm512_mask_storeu_ps(krow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, ksrc + std::size_t(s) * hd + d)));
+      }
+    }
+    for (int d = 0; d < hd; ++d) {
+      float* dst = kt.data() + std::size_t(d) * sp;
+      for (int s = 0; s < page_slots; ++s) dst[s] = kbuf[std::size_t(s) * hd + d];
+    }
+    for (int r = r0; r < r1; ++r) {
+      const int visible = std::min(page_slots, a.first_pos + r - p * ps + 1);  // causal mask
+      if (visible <= 0) continue;
+      // The query heads of one row share their visibility: process them together so
+      // each K/V register load feeds several independent FMA chains.
+      for (int g0 = 0; g0 < group; g0 += 4) {
+        const int nqv = std::min(4, group - g0);
+        ChunkArgs c{kt.data(), vf.data(), sp, hd, hp, visible, vscale, {}, {}, {}};
+        for (int i = 0; i < nqv; ++i) {
+          const int qi = (r - r0) * group + g0 + i;
+          c.q[i] = a.q + (std::size_t(r) * a.num_q_heads + kv_head * group + g0 + i) * hd;
+          c.o[i] = acc.data() + std::size_t(qi) * hp;
+          c.ml[i] = ml.data() + 2 * qi;
+        }
+        switch (nqv) {
+          case 1: page_chunks<1>(c); break;
+          case 2: page_chunks<2>(c); break;
+          case 3: page_chunks<3>(c); break;
+          default: page_chunks<4>(c); break;
+        }
+      }
+    }
+  }
+  for (int r = r0; r < r1; ++r) {
+    for (int g = 0; g < group; ++g) {
+      const int qi = (r - r0) * group + g;
+      const float inv = 1.f / ml[2 * qi + 1];
+      float* out = a.out + (std::size_t(r) * a.num_q_heads + kv_head * group + g) * hd;
+      const float* src = acc.data() + std::size_t(qi) * hp;
+      for (int i = 0; i < hd; ++i) out[i] = src[i] * inv;
+    }
+  }
+}
+
+}  // namespace arbor::kernels::detail
