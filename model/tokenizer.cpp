@@ -112,6 +112,22 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const GgufFile& file) {
 }
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool parse_special) const {
+  return encode_impl(text, parse_special, {});
+}
+
+std::vector<std::int32_t> Tokenizer::encode(
+    std::string_view text, std::span<const std::pair<std::size_t, std::size_t>> literal_ranges) const {
+  return encode_impl(text, true, literal_ranges);
+}
+
+std::vector<std::int32_t> Tokenizer::encode_impl(
+    std::string_view text, bool parse_special,
+    std::span<const std::pair<std::size_t, std::size_t>> literal) const {
+  auto in_literal = [&](std::size_t begin, std::size_t end) {
+    for (const auto& [b, e] : literal)
+      if (begin < e && b < end) return true;
+    return false;
+  };
   // Fragments: raw text ranges or special-token ids. Specials are cut out longest first
   // across the whole text, as llama.cpp does, so "<|a|><|a|b|>" resolves identically.
   struct Fragment {
@@ -128,13 +144,17 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool parse_sp
         next.push_back(f);
         continue;
       }
-      std::size_t pos = f.begin;
-      while (pos < f.end) {
-        const std::size_t hit = text.substr(0, f.end).find(s.text, pos);
+      std::size_t pos = f.begin, search = f.begin;
+      while (search < f.end) {
+        const std::size_t hit = text.substr(0, f.end).find(s.text, search);
         if (hit == std::string_view::npos) break;
+        if (!s.always && in_literal(hit, hit + s.text.size())) {
+          search = hit + 1;
+          continue;
+        }
         if (hit > pos) next.push_back({pos, hit, -1});
         next.push_back({hit, hit + s.text.size(), s.id});
-        pos = hit + s.text.size();
+        pos = search = hit + s.text.size();
       }
       if (pos < f.end) next.push_back({pos, f.end, -1});
     }

@@ -52,6 +52,11 @@ class Tokenizer {
   static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& file);
 
   std::vector<std::int32_t> encode(std::string_view text, bool parse_special) const;
+  // As encode(text, true), except that control tokens overlapping a byte range in
+  // `literal_ranges` ([begin, end) pairs) stay plain text there. Chat templates use it so
+  // that message content cannot inject control tokens while the template's markers do.
+  std::vector<std::int32_t> encode(std::string_view text,
+                                   std::span<const std::pair<std::size_t, std::size_t>> literal_ranges) const;
   // Concatenated pieces. Control/unknown tokens render as their text when
   // render_special, else as nothing. SentencePiece drops the dummy-prefix space of the
   // first piece (as llama.cpp's detokenizer does).
@@ -90,6 +95,8 @@ class Tokenizer {
     std::int32_t id;
     bool always;  // user-defined: matched even when parse_special is false
   };
+  std::vector<std::int32_t> encode_impl(std::string_view text, bool parse_special,
+                                        std::span<const std::pair<std::size_t, std::size_t>> literal) const;
   std::vector<Special> specials_;  // longest text first
   std::vector<std::int32_t> eog_ids_;
 };

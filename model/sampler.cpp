@@ -1,0 +1,125 @@
+#include "model/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace arbor::model {
+
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t& x) {
+  std::uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+bool more_probable(const TokenProb& a, const TokenProb& b) {
+  return a.prob != b.prob ? a.prob > b.prob : a.id < b.id;
+}
+
+void renormalise(std::vector<TokenProb>& c) {
+  double sum = 0;
+  for (const auto& t : c) sum += t.prob;
+  if (sum <= 0) return;
+  for (auto& t : c) t.prob = float(t.prob / sum);
+}
+
+}  // namespace
+
+SamplerRng::SamplerRng(std::uint64_t seed) {
+  for (auto& s : s_) s = splitmix64(seed);
+}
+
+std::uint64_t SamplerRng::next() {
+  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double SamplerRng::uniform() { return double(next() >> 11) * 0x1.0p-53; }
+
+std::int32_t argmax(std::span<const float> logits) {
+  if (logits.empty()) return -1;
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < logits.size(); ++i)
+    if (logits[i] > logits[best]) best = i;
+  return std::int32_t(best);
+}
+
+std::vector<TokenProb> softmax_candidates(std::span<const float> logits, float temperature) {
+  std::vector<TokenProb> c;
+  if (logits.empty()) return c;
+  const float inv_t = 1.0f / (temperature > 0 ? temperature : 1.0f);
+  const float max = logits[argmax(logits)];
+  c.reserve(logits.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    const float p = std::isfinite(logits[i]) || logits[i] == max ? std::exp((logits[i] - max) * inv_t) : 0.0f;
+    c.push_back({std::int32_t(i), p});
+    sum += p;
+  }
+  for (auto& t : c) t.prob = float(t.prob / sum);
+  std::sort(c.begin(), c.end(), more_probable);
+  return c;
+}
+
+void keep_top_k(std::vector<TokenProb>& c, int k) {
+  if (k <= 0 || std::size_t(k) >= c.size()) return;
+  c.resize(std::size_t(k));
+  renormalise(c);
+}
+
+void keep_top_p(std::vector<TokenProb>& c, float p) {
+  if (p >= 1.0f || c.empty()) return;
+  double mass = 0;
+  std::size_t n = 0;
+  while (n < c.size()) {
+    mass += c[n].prob;
+    ++n;
+    if (mass >= double(p)) break;
+  }
+  c.resize(std::max<std::size_t>(n, 1));
+  renormalise(c);
+}
+
+Sampler::Sampler(SamplerConfig config) : config_(config), rng_(config.seed) {}
+
+std::int32_t Sampler::sample(std::span<const float> logits) {
+  if (logits.empty()) return -1;
+  if (is_greedy()) return argmax(logits);
+  std::vector<TokenProb> c;
+  if (config_.top_k > 0 && std::size_t(config_.top_k) < logits.size()) {
+    // Only the top k matter: select them before the softmax sort (O(V log k)).
+    std::vector<std::int32_t> ids(logits.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t(i);
+    std::partial_sort(ids.begin(), ids.begin() + config_.top_k, ids.end(),
+                      [&](std::int32_t a, std::int32_t b) {
+                        return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+                      });
+    std::vector<float> top(std::size_t(config_.top_k));
+    for (int i = 0; i < config_.top_k; ++i) top[i] = logits[ids[i]];
+    c = softmax_candidates(top, config_.temperature);
+    for (auto& t : c) t.id = ids[t.id];
+  } else {
+    c = softmax_candidates(logits, config_.temperature);
+  }
+  keep_top_p(c, config_.top_p);
+  const double u = rng_.uniform();
+  double cumulative = 0;
+  for (const auto& t : c) {
+    cumulative += t.prob;
+    if (u < cumulative) return t.id;
+  }
+  return c.back().id;  // rounding left u just above the total
+}
+
+}  // namespace arbor::model

@@ -1,0 +1,63 @@
+// Token sampling from logits: greedy, temperature, top-k, top-p, with a deterministic
+// per-sequence RNG (same seed + same logits -> same tokens, on every platform: the RNG
+// and the draw are Arbor's own, not <random>'s implementation-defined distributions).
+//
+// Pipeline (sample): temperature <= 0 or top_k == 1 -> argmax. Otherwise softmax of
+// logits / temperature, keep the top_k most probable (0 = all), renormalise, keep the
+// smallest most-probable prefix whose mass >= top_p, draw with the RNG.
+// A Sampler holds one sequence's RNG state: not thread-safe, one per sequence.
+// Cost: O(V) greedy; O(V log k) with top_k, O(V log V) with top_p only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace arbor::model {
+
+struct SamplerConfig {
+  float temperature = 0.0f;  // <= 0: greedy
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // >= 1: off
+  std::uint64_t seed = 0;
+};
+
+// xoshiro256** seeded through splitmix64.
+class SamplerRng {
+ public:
+  explicit SamplerRng(std::uint64_t seed);
+  std::uint64_t next();
+  double uniform();  // [0, 1), 53 random bits
+
+ private:
+  std::uint64_t s_[4];
+};
+
+struct TokenProb {
+  std::int32_t id;
+  float prob;
+};
+
+// Index of the largest logit (the lowest index among equal maxima); -1 when empty.
+std::int32_t argmax(std::span<const float> logits);
+// softmax(logits / temperature), sorted by probability descending (ties: lower id first).
+std::vector<TokenProb> softmax_candidates(std::span<const float> logits, float temperature);
+// Keep the k most probable (k <= 0: all) and renormalise. Input sorted as above.
+void keep_top_k(std::vector<TokenProb>& candidates, int k);
+// Keep the smallest prefix whose probability mass is >= p, and renormalise.
+void keep_top_p(std::vector<TokenProb>& candidates, float p);
+
+class Sampler {
+ public:
+  explicit Sampler(SamplerConfig config);
+  // Picks the next token; advances the RNG unless greedy. -1 for empty logits.
+  std::int32_t sample(std::span<const float> logits);
+  const SamplerConfig& config() const { return config_; }
+  bool is_greedy() const { return config_.temperature <= 0.0f || config_.top_k == 1; }
+
+ private:
+  SamplerConfig config_;
+  SamplerRng rng_;
+};
+
+}  // namespace arbor::model
