@@ -34,6 +34,36 @@ inline __m512 exp512(__m512 x) {
   return _mm512_maskz_mov_ps(__mmask16(~too_small), result);
 }
 
+// dst[c][r] = src[r][c] for a 16 x 16 f32 tile (4 shuffle stages, 64 shuffles).
+inline void transpose_16x16(const float* src, std::size_t src_stride, float* dst, std::size_t dst_stride) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // r[4i + k], 128-bit lane L, position j = src[4i + j][4L + k]
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  // out[4L + k] = lane L of r[k], r[4 + k], r[8 + k], r[12 + k]
+  for (int k = 0; k < 4; ++k) {
+    t[k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
+    t[4 + k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xDD);
+    t[8 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+    t[12 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xDD);
+  }
+  for (int k = 0; k < 4; ++k) {
+    _mm512_storeu_ps(dst + k * dst_stride, _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88));
+    _mm512_storeu_ps(dst + (8 + k) * dst_stride, _mm512_shuffle_f32x4(t[k], t[8 + k], 0xDD));
+    _mm512_storeu_ps(dst + (4 + k) * dst_stride, _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88));
+    _mm512_storeu_ps(dst + (12 + k) * dst_stride, _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xDD));
+  }
+}
+
 struct ChunkArgs {
   const float* kt;  // [hd][sp] transposed K of the page
   const float* vf;  // [sp][hp] V of the page
@@ -115,9 +145,9 @@ void attention_task_avx512(const PagedAttentionArgs& a, int kv_head, int r0, int
   const int hv = (hd + 15) / 16;       // registers per head vector
   const int hp = hv * 16;
   thread_local std::vector<float> kt, vf, acc, kbuf, ml;
-  kt.assign(std::size_t(hd) * sp, 0.f);
+  kt.assign(std::size_t(hp) * sp, 0.f);
   vf.assign(std::size_t(sp) * hp, 0.f);
-  kbuf.resize(std::size_t(ps) * hd);
+  kbuf.assign(std::size_t(sp) * hp, 0.f);  // slots past the page's last visible one stay finite
   acc.assign(std::size_t(nq) * hp, 0.f);
   ml.resize(std::size_t(nq) * 2);
   for (int i = 0; i < nq; ++i) {
@@ -135,17 +165,16 @@ void attention_task_avx512(const PagedAttentionArgs& a, int kv_head, int r0, int
     const std::uint16_t* vsrc = a.v_pages[p] + head_offset;
     for (int s = 0; s < page_slots; ++s) {
       float* vrow = vf.data() + std::size_t(s) * hp;
-      float* krow = kbuf.data() + std::size_t(s) * hd;
+      float* krow = kbuf.data() + std::size_t(s) * hp;
       for (int d = 0; d < hd; d += 16) {
         const __mmask16 m = hd - d >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (hd - d)) - 1);
         _mm512_mask_storeu_ps(vrow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, vsrc + std::size_t(s) * hd + d)));
         _mm512_mask_storeu_ps(krow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, ksrc + std::size_t(s) * hd + d)));
       }
     }
-    for (int d = 0; d < hd; ++d) {
-      float* dst = kt.data() + std::size_t(d) * sp;
-      for (int s = 0; s < page_slots; ++s) dst[s] = kbuf[std::size_t(s) * hd + d];
-    }
+    for (int s0 = 0; s0 < page_slots; s0 += 16)
+      for (int d0 = 0; d0 < hp; d0 += 16)
+        transpose_16x16(kbuf.data() + std::size_t(s0) * hp + d0, hp, kt.data() + std::size_t(d0) * sp + s0, sp);
     for (int r = r0; r < r1; ++r) {
       const int visible = std::min(page_slots, a.first_pos + r - p * ps + 1);  // causal mask
       if (visible <= 0) continue;

@@ -21,6 +21,7 @@ namespace arbor::kernels::detail {
 namespace {
 
 constexpr int kTileRows = 16;
+constexpr int kPrefetchTiles = 4;
 
 struct alignas(64) PackedBlock {
   __m512i u[8];  // register g: lane j = bytes 4g..4g+3 of row j, unsigned
@@ -150,7 +151,18 @@ void matmul_tiles(const WeightMatrix& w, const QuantizedActivations& xa, std::in
     }
     const __m512i row_offsets = _mm512_load_si512(offsets);
     const std::uint8_t* base = data + row0 * rb;
-    for (std::int64_t b = 0; b < nb; ++b) pack_block<T>(rows, row_offsets, base, b, packed[b]);
+    // The hardware prefetchers do not keep up with one core's GEMV: stream the tile
+    // kPrefetchTiles ahead in step with the packing (its 16 rows are contiguous).
+    const std::uint8_t* ahead = base + kPrefetchTiles * kTileRows * rb;
+    const std::uint8_t* ahead_end = data + w.rows * rb;
+    const std::int64_t per_block = kTileRows * kBlockBytes<T>;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      for (std::int64_t off = 0; off < per_block; off += 64) {
+        const std::uint8_t* p = ahead + b * per_block + off;
+        if (p < ahead_end) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      }
+      pack_block<T>(rows, row_offsets, base, b, packed[b]);
+    }
     const __mmask16 mask = __mmask16((1u << live) - 1);
     std::int64_t c0 = 0;
     for (; c0 + 8 <= xa.m; c0 += 8) tile_rows<8>(packed.data(), nb, xa, c0, y, w.rows, row0, mask);
