@@ -1,0 +1,134 @@
+// `arbor bench engine`: the llama-bench style figures of the forward engine on one
+// model: pp512 (prompt tokens/s), tg128 (batch-1 decode tokens/s), aggregate decode
+// tokens/s at batch 8, KV bytes per token and peak RSS.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/page_allocator.hpp"
+#include "cache/page_pool.hpp"
+#include "model/engine.hpp"
+#include "model/kv_sequence.hpp"
+#include "model/model.hpp"
+#include "runtime/cli/bench.hpp"
+#include "runtime/cli/command.hpp"
+#include "runtime/cli/default_model.hpp"
+
+namespace arbor::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<model::TokenId> random_tokens(int n, int vocab, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<model::TokenId> t(static_cast<std::size_t>(n));
+  for (auto& x : t) x = model::TokenId(rng() % std::uint32_t(vocab));
+  return t;
+}
+
+struct EngineFigures {
+  double pp512 = 0, tg128 = 0, batch8_aggregate = 0;
+};
+
+// Decodes `steps` tokens for `batch` sequences after a short prompt; tokens/s summed.
+Result<double> decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab) {
+  std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
+  std::vector<model::KvSequence*> ptrs;
+  for (int i = 0; i < batch; ++i) {
+    auto prompt = random_tokens(16, vocab, 100 + std::uint32_t(i));
+    if (auto r = model::prefill(engine, pool, seqs[std::size_t(i)], prompt, 512, model::LogitsMode::none); !r)
+      return std::unexpected(r.error());
+    ptrs.push_back(&seqs[std::size_t(i)]);
+  }
+  std::vector<model::TokenId> next(static_cast<std::size_t>(batch), 1);
+  const auto t0 = Clock::now();
+  for (int s = 0; s < steps; ++s) {
+    auto logits = model::decode_step(engine, pool, ptrs, next);
+    if (!logits) return std::unexpected(logits.error());
+    for (int i = 0; i < batch; ++i) next[std::size_t(i)] = model::TokenId((s * 7 + i * 13) % vocab);
+  }
+  const double rate = double(batch) * steps / seconds_since(t0);
+  for (auto& s : seqs) model::release(s, pool);
+  return rate;
+}
+
+Result<EngineFigures> measure(model::Engine& engine, cache::PagePool& pool, int vocab, int reps) {
+  EngineFigures f;
+  const auto prompt = random_tokens(512, vocab, 1);
+  for (int r = 0; r <= reps; ++r) {  // r == 0 warms up
+    model::KvSequence seq;
+    const auto t0 = Clock::now();
+    if (auto out = model::prefill(engine, pool, seq, prompt, 512, model::LogitsMode::last); !out)
+      return std::unexpected(out.error());
+    const double rate = 512.0 / seconds_since(t0);
+    model::release(seq, pool);
+    if (r > 0) f.pp512 += rate / reps;
+  }
+  for (int r = 0; r < reps; ++r) {
+    auto tg = decode_rate(engine, pool, 1, 128, vocab);
+    if (!tg) return std::unexpected(tg.error());
+    f.tg128 += *tg / reps;
+    auto b8 = decode_rate(engine, pool, 8, 32, vocab);
+    if (!b8) return std::unexpected(b8.error());
+    f.batch8_aggregate += *b8 / reps;
+  }
+  return f;
+}
+
+}  // namespace
+
+int bench_engine(const std::vector<std::string>& argv) {
+  std::string error;
+  auto args = Args::parse(argv, {"json"}, &error);
+  if (!args) return std::fprintf(stderr, "arbor bench engine: %s\n", error.c_str()), kExitInvalid;
+  if (auto bad = args->unknown({"model", "threads", "json", "reps"}); !bad.empty())
+    return std::fprintf(stderr, "arbor bench engine: unknown option %s\n", bad[0].c_str()), kExitInvalid;
+  const int threads = int(args->get_int("threads", long(std::thread::hardware_concurrency()), &error));
+  const int reps = int(args->get_int("reps", 3, &error));
+  if (!error.empty() || threads < 1 || reps < 1)
+    return std::fprintf(stderr, "arbor bench engine: %s\n", error.empty() ? "--threads and --reps must be >= 1" : error.c_str()), kExitInvalid;
+  const std::string path = args->get("model", default_model_path());
+  auto loaded = model::Model::load(path);
+  if (!loaded) return std::fprintf(stderr, "arbor: %s\n", loaded.error().describe().c_str()), kExitInvalid;
+  const model::Model& m = **loaded;
+
+  model::Engine engine(m.config(), m.weights(), threads);
+  const cache::KvGeometry geometry = engine.kv_geometry(16);
+  cache::HostPageAllocator allocator;
+  cache::PagePool pool(geometry, geometry.pages_for(1024) * 8, allocator);
+  auto figures = measure(engine, pool, m.config().vocab_size, reps);
+  if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
+
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double peak_rss_mb = double(usage.ru_maxrss) / 1024.0;
+  if (args->has("json")) {
+    nlohmann::json j = {{"model", m.config().name}, {"threads", threads},
+                        {"pp512_tokens_per_s", figures->pp512}, {"tg128_tokens_per_s", figures->tg128},
+                        {"batch8_decode_tokens_per_s", figures->batch8_aggregate},
+                        {"batch8_speedup", figures->batch8_aggregate / figures->tg128},
+                        {"kv_bytes_per_token", geometry.bytes_per_token()}, {"peak_rss_mb", peak_rss_mb}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("model            %s (%s)\n", m.config().name.c_str(), path.c_str());
+    std::printf("threads          %d\n", threads);
+    std::printf("pp512            %8.1f tokens/s\n", figures->pp512);
+    std::printf("tg128            %8.1f tokens/s\n", figures->tg128);
+    std::printf("decode batch 8   %8.1f tokens/s aggregate (%.2fx batch 1)\n", figures->batch8_aggregate,
+                figures->batch8_aggregate / figures->tg128);
+    std::printf("KV per token     %zu bytes (f16)\n", geometry.bytes_per_token());
+    std::printf("peak RSS         %.1f MB\n", peak_rss_mb);
+  }
+  return kExitOk;
+}
+
+}  // namespace arbor::cli
