@@ -1,0 +1,101 @@
+// `arbor tokenize --text TEXT [--model PATH] [--json] [--no-special]`: prints the token
+// ids of TEXT and the piece each id stands for.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "model/gguf.hpp"
+#include "model/tokenizer.hpp"
+#include "model/unicode.hpp"
+#include "runtime/cli/command.hpp"
+#include "runtime/cli/default_model.hpp"
+
+namespace arbor::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: arbor tokenize --text TEXT [--model PATH] [--json] [--no-special]\n"
+    "  --text TEXT    text to tokenize (required)\n"
+    "  --model PATH   GGUF model (default: models/SmolLM2-135M-Instruct.Q4_1.gguf)\n"
+    "  --json         print {\"model\", \"ids\", \"pieces\"} as JSON\n"
+    "  --no-special   treat control-token text such as <|im_start|> as plain text\n";
+
+// JSON string body: escapes, and U+FFFD for bytes that are not valid UTF-8 (a piece
+// may be half of a multi-byte character).
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const auto& u : model::unicode::decode_utf8(s)) {
+    const std::uint32_t c = u.cp;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else if (u.num_bytes == 1 && c == 0xFFFD) {
+          out += "\\ufffd";
+        } else {
+          out.append(s, u.offset, u.num_bytes);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+int run_tokenize(const std::vector<std::string>& argv) {
+  std::string error;
+  auto args = Args::parse(argv, {"json", "no-special", "help"}, &error);
+  if (!args) {
+    std::fprintf(stderr, "arbor tokenize: %s\n%s", error.c_str(), kUsage);
+    return kExitInvalid;
+  }
+  if (args->has("help")) {
+    std::printf("%s", kUsage);
+    return kExitOk;
+  }
+  if (auto unknown = args->unknown({"text", "model", "json", "no-special", "help"}); !unknown.empty()) {
+    std::fprintf(stderr, "arbor tokenize: unknown option %s\n%s", unknown[0].c_str(), kUsage);
+    return kExitInvalid;
+  }
+  if (!args->has("text") || !args->positional().empty()) {
+    std::fprintf(stderr, "arbor tokenize: --text is required\n%s", kUsage);
+    return kExitInvalid;
+  }
+  const std::string path = args->get("model", default_model_path());
+  auto file = model::GgufFile::open(path);
+  if (!file) {
+    std::fprintf(stderr, "arbor tokenize: %s\n", file.error().describe().c_str());
+    return kExitFailed;
+  }
+  auto tokenizer = model::Tokenizer::from_gguf(*file);
+  if (!tokenizer) {
+    std::fprintf(stderr, "arbor tokenize: %s\n", tokenizer.error().describe().c_str());
+    return kExitFailed;
+  }
+  const auto ids = (*tokenizer)->encode(args->get("text"), !args->has("no-special"));
+  if (args->has("json")) {
+    std::string out = "{\"model\": " + json_string(path) + ", \"ids\": [";
+    for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+    out += "], \"pieces\": [";
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      out += (i ? ", " : "") + json_string((*tokenizer)->token_to_piece(ids[i]));
+    out += "]}\n";
+    std::fputs(out.c_str(), stdout);
+    return kExitOk;
+  }
+  for (auto id : ids)
+    std::printf("%6d  %s\n", id, json_string((*tokenizer)->token_to_piece(id)).c_str());
+  std::printf("%zu tokens\n", ids.size());
+  return kExitOk;
+}
+
+}  // namespace
+
+ARBOR_CLI_COMMAND("tokenize", "print the token ids (and pieces) of a text", run_tokenize);
+
+}  // namespace arbor::cli
