@@ -5,22 +5,26 @@ find_package(Threads REQUIRED)
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
 find_library(CAF_IO_LIBRARY caf_io REQUIRED)
-add_library(CAF::core SHARED IMPORTED)
-set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
-  INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR} INTERFACE_LINK_LIBRARIES Threads::Threads)
-add_library(CAF::io SHARED IMPORTED)
-set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION ${CAF_IO_LIBRARY}
-  INTERFACE_LINK_LIBRARIES CAF::core)
+if(NOT TARGET CAF::core)
+  add_library(CAF::core SHARED IMPORTED)
+  set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR} INTERFACE_LINK_LIBRARIES Threads::Threads)
+  add_library(CAF::io SHARED IMPORTED)
+  set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION ${CAF_IO_LIBRARY}
+    INTERFACE_LINK_LIBRARIES CAF::core)
+endif()
 
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 
 find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h REQUIRED)
 find_library(SENTENCEPIECE_LIBRARY sentencepiece REQUIRED)
-add_library(sentencepiece::sentencepiece SHARED IMPORTED)
-set_target_properties(sentencepiece::sentencepiece PROPERTIES
-  IMPORTED_LOCATION ${SENTENCEPIECE_LIBRARY}
-  INTERFACE_INCLUDE_DIRECTORIES ${SENTENCEPIECE_INCLUDE_DIR})
+if(NOT TARGET sentencepiece::sentencepiece)
+  add_library(sentencepiece::sentencepiece SHARED IMPORTED)
+  set_target_properties(sentencepiece::sentencepiece PROPERTIES
+    IMPORTED_LOCATION ${SENTENCEPIECE_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${SENTENCEPIECE_INCLUDE_DIR})
+endif()
 
 if(ARBOR_TESTS)
   find_package(GTest REQUIRED)

@@ -1,0 +1,21 @@
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(arbor_libraries arbor_common arbor_kernels arbor_cache arbor_model arbor_workflows
+    arbor_actors arbor_runtime)
+install(TARGETS ${arbor_libraries} arbor EXPORT arborTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/arbor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/common/result.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/common)
+install(EXPORT arborTargets NAMESPACE arbor:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/arbor)
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/ArborDeps.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/arbor)
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/arborConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/arborConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/arbor)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/arborConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/arborConfig.cmake ${PROJECT_BINARY_DIR}/arborConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/arbor)
