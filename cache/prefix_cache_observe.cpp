@@ -1,4 +1,5 @@
 // PrefixCache: stats, tree summaries and the invariant audit.
+#include <algorithm>
 #include <deque>
 #include <unordered_map>
 
@@ -153,6 +154,8 @@ std::string PrefixCache::check_holders() const {
              std::to_string(protects[p]) + " protecting holders";
     if ((refs[p] == 0) != bool(on_free_list[p])) return page + ": free-list membership disagrees with its refcount";
   }
+  const auto num_protected = std::count_if(protects.begin(), protects.end(), [](int c) { return c > 0; });
+  if (num_protected != pool_.num_protected()) return "pool: protected page counter is stale";
   // Private pages (KV rule 10): exactly one holder, the sequence that writes them.
   for (const auto& [id, s] : sequences_)
     for (std::size_t i = s.num_shared_pages; i < s.pages.size(); ++i)
