@@ -7,7 +7,7 @@
 
 namespace arbor::workflows {
 
-// Levenshtein distance (insert, delete, substitute each cost 1). O(|a|*|b|).
+// Edit distance: insert, delete, substitute, swap two adjacent characters (each 1). O(|a|*|b|).
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // The candidate nearest to `name` if it is close enough to be a plausible typo
