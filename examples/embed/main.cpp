@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", runtime.error().describe().c_str());
     return 1;
   }
-  auto result = (*runtime)->run(argv[2], {{"max_tokens", "8"}});
+  auto result = (*runtime)->run(argv[2]);
   if (!result) {
     std::fprintf(stderr, "%s\n", result.error().describe().c_str());
     return 1;
