@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "workflow_test_util.hpp"
 
@@ -211,6 +212,27 @@ TEST(Loader, MissingFileIsADiagnostic) {
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.error().format().find("/nonexistent/wf.json:0:0: (root): cannot open"), std::string::npos);
   EXPECT_EQ(r.error().to_error().code, ErrorCode::invalid_argument);
+}
+
+}  // namespace
+}  // namespace arbor::workflows
+
+namespace arbor::workflows {
+namespace {
+
+TEST(Examples, ReadmeExampleIsValid) {
+  std::ifstream f(std::string(ARBOR_SOURCE_DIR) + "/workflows/README.md");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string readme = ss.str();
+  std::size_t begin = readme.find("```json\n");
+  ASSERT_NE(begin, std::string::npos);
+  begin += 8;
+  std::string json = readme.substr(begin, readme.find("```", begin) - begin);
+  auto r = testing::load(json);
+  ASSERT_TRUE(r.has_value()) << r.error().format();
+  EXPECT_EQ(r->num_agents(), 4u);
+  EXPECT_EQ(r->find("critic")->output_sources.at("lead"), std::vector<std::string>{"lead"});
 }
 
 }  // namespace
