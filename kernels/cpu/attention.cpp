@@ -18,6 +18,7 @@ namespace arbor::kernels {
 namespace {
 
 constexpr int kRowBlock = 16;  // query rows per task: each K/V page is converted once per task
+constexpr int kMinPagesPerSplit = 4;
 
 float dot(const float* a, const float* b, int n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -49,13 +50,46 @@ void scale_accumulate(float* acc, float c, const float* p, const float* v, int n
   }
 }
 
-struct Task {
-  int kv_head;
-  int row_begin, row_end;
-};
+bool args_ok(const PagedAttentionArgs& a) {
+  return a.q && a.out && a.k_pages && a.v_pages && a.num_rows > 0 && a.first_pos >= 0 &&
+         a.num_q_heads > 0 && a.num_kv_heads > 0 && a.num_q_heads % a.num_kv_heads == 0 &&
+         a.head_dim > 0 && a.page_size > 0;
+}
+
+// Merges the page splits of one (kv head, row block): out = sum_s acc_s e^(m_s - M) /
+// sum_s l_s e^(m_s - M), M = max_s m_s.
+void merge_splits(const PagedAttentionArgs& a, const detail::AttentionTask& t,
+                  const float* partials, std::size_t split_floats, int num_splits) {
+  const int group = a.num_q_heads / a.num_kv_heads;
+  const int hd = a.head_dim;
+  const int nq = (t.row_end - t.row_begin) * group;
+  const std::size_t ml_offset = std::size_t(nq) * hd;
+  for (int qi = 0; qi < nq; ++qi) {
+    float mx = -INFINITY;
+    for (int s = 0; s < num_splits; ++s) mx = std::max(mx, partials[s * split_floats + ml_offset + 2 * qi]);
+    float l = 0.f;
+    float* o = a.out + (std::size_t(t.row_begin + qi / group) * a.num_q_heads + t.kv_head * group + qi % group) * hd;
+    std::fill_n(o, hd, 0.f);
+    for (int s = 0; s < num_splits; ++s) {
+      const float* part = partials + s * split_floats;
+      const float m = part[ml_offset + 2 * qi];
+      if (m == -INFINITY) continue;  // this split saw no position of the row
+      const float w = std::exp(m - mx);
+      l += part[ml_offset + 2 * qi + 1] * w;
+      for (int i = 0; i < hd; ++i) o[i] += part[std::size_t(qi) * hd + i] * w;
+    }
+    const float inv = 1.f / l;
+    for (int i = 0; i < hd; ++i) o[i] *= inv;
+  }
+}
+
+}  // namespace
+
+namespace detail {
 
 // Online softmax for rows [row_begin, row_end) x the query heads of one KV group.
-void run_task(const PagedAttentionArgs& a, const Task& t) {
+void attention_task_avx2(const PagedAttentionArgs& a, const AttentionTask& t,
+                         const AttentionPartial* partial) {
   const int group = a.num_q_heads / a.num_kv_heads;
   const int hd = a.head_dim, ps = a.page_size;
   const int nq = (t.row_end - t.row_begin) * group;
@@ -70,9 +104,9 @@ void run_task(const PagedAttentionArgs& a, const Task& t) {
     state[2 * i + 1] = 0.f;
   }
   const int last_pos = a.first_pos + t.row_end - 1;
-  const int num_pages = last_pos / ps + 1;  // later pages are wholly in the future
+  const int num_pages = std::min(t.page_end, last_pos / ps + 1);  // later pages are in the future
   const std::size_t head_offset = std::size_t(t.kv_head) * ps * hd;
-  for (int p = 0; p < num_pages; ++p) {
+  for (int p = t.page_begin; p < num_pages; ++p) {
     // Slots beyond the last visible position are never read (they may be unwritten).
     const int page_slots = std::min(ps, last_pos - p * ps + 1);
     fp16_to_fp32_row(a.k_pages[p] + head_offset, kf.data(), page_slots * hd);
@@ -101,44 +135,80 @@ void run_task(const PagedAttentionArgs& a, const Task& t) {
       }
     }
   }
+  finish_attention_task(a, t, acc.data(), hd, state.data(), partial);
+}
+
+void finish_attention_task(const PagedAttentionArgs& a, const AttentionTask& t, const float* acc,
+                           int acc_stride, const float* ml, const AttentionPartial* partial) {
+  const int group = a.num_q_heads / a.num_kv_heads;
+  const int hd = a.head_dim;
+  const int nq = (t.row_end - t.row_begin) * group;
+  if (partial != nullptr) {
+    for (int qi = 0; qi < nq; ++qi) {
+      std::copy_n(acc + std::size_t(qi) * acc_stride, hd, partial->acc + std::size_t(qi) * hd);
+      partial->ml[2 * qi] = ml[2 * qi];
+      partial->ml[2 * qi + 1] = ml[2 * qi + 1];
+    }
+    return;
+  }
   for (int r = t.row_begin; r < t.row_end; ++r) {
     for (int g = 0; g < group; ++g) {
-      const int qh = t.kv_head * group + g;
       const int qi = (r - t.row_begin) * group + g;
-      const float inv = 1.f / state[2 * qi + 1];
-      float* o = a.out + (std::size_t(r) * a.num_q_heads + qh) * hd;
-      const float* src = acc.data() + std::size_t(qi) * hd;
+      const float inv = 1.f / ml[2 * qi + 1];
+      float* o = a.out + (std::size_t(r) * a.num_q_heads + t.kv_head * group + g) * hd;
+      const float* src = acc + std::size_t(qi) * acc_stride;
       for (int i = 0; i < hd; ++i) o[i] = src[i] * inv;
     }
   }
 }
 
-bool args_ok(const PagedAttentionArgs& a) {
-  return a.q && a.out && a.k_pages && a.v_pages && a.num_rows > 0 && a.first_pos >= 0 &&
-         a.num_q_heads > 0 && a.num_kv_heads > 0 && a.num_q_heads % a.num_kv_heads == 0 &&
-         a.head_dim > 0 && a.page_size > 0;
-}
-
-}  // namespace
+}  // namespace detail
 
 void paged_attention(const PagedAttentionArgs& args, ThreadPool& pool) {
   if (!args_ok(args)) return;
+  const int ps = args.page_size;
+  const int num_blocks = (args.num_rows + kRowBlock - 1) / kRowBlock;
+  const int total_pages = (args.first_pos + args.num_rows - 1) / ps + 1;
+  // Decode-sized calls have only num_kv_heads tasks: split their pages (flash-decoding
+  // style) so every thread gets work, then merge the partial softmax states.
+  int splits = 1;
+  const int base_tasks = num_blocks * args.num_kv_heads;
+  if (pool.num_threads() > 1 && base_tasks < 2 * pool.num_threads())
+    splits = std::clamp(4 * pool.num_threads() / base_tasks, 1, std::max(1, total_pages / kMinPagesPerSplit));
+  const int pages_per_split = (total_pages + splits - 1) / splits;
+  splits = (total_pages + pages_per_split - 1) / pages_per_split;
   // Tasks ordered most expensive first (late rows see more pages) and handed out
   // dynamically, so the causal triangle does not unbalance the threads.
-  std::vector<Task> tasks;
-  const int num_blocks = (args.num_rows + kRowBlock - 1) / kRowBlock;
+  std::vector<detail::AttentionTask> tasks;
   for (int b = num_blocks - 1; b >= 0; --b) {
-    for (int h = 0; h < args.num_kv_heads; ++h)
-      tasks.push_back({h, b * kRowBlock, std::min(args.num_rows, (b + 1) * kRowBlock)});
+    for (int h = 0; h < args.num_kv_heads; ++h) {
+      for (int s = 0; s < splits; ++s) {
+        tasks.push_back({h, b * kRowBlock, std::min(args.num_rows, (b + 1) * kRowBlock),
+                         s * pages_per_split, std::min(total_pages, (s + 1) * pages_per_split)});
+      }
+    }
   }
+  const int group = args.num_q_heads / args.num_kv_heads;
+  const std::size_t split_floats = std::size_t(kRowBlock) * group * (args.head_dim + 2);
+  std::vector<float> partials(splits > 1 ? tasks.size() * split_floats : 0);
   std::atomic<std::size_t> next{0};
   const bool wide = use_avx512();
   const int workers = int(std::min<std::size_t>(pool.num_threads(), tasks.size()));
   pool.parallel_for(workers, [&](int, std::int64_t, std::int64_t) {
-    for (std::size_t i = next.fetch_add(1); i < tasks.size(); i = next.fetch_add(1))
-      if (wide) detail::attention_task_avx512(args, tasks[i].kv_head, tasks[i].row_begin, tasks[i].row_end);
-      else run_task(args, tasks[i]);
+    for (std::size_t i = next.fetch_add(1); i < tasks.size(); i = next.fetch_add(1)) {
+      const detail::AttentionTask& t = tasks[i];
+      const int nq = (t.row_end - t.row_begin) * group;
+      float* base = partials.data() + i * split_floats;
+      const detail::AttentionPartial part{base, base + std::size_t(nq) * args.head_dim};
+      const detail::AttentionPartial* pp = splits > 1 ? &part : nullptr;
+      if (wide) detail::attention_task_avx512(args, t, pp);
+      else detail::attention_task_avx2(args, t, pp);
+    }
   });
+  if (splits > 1) {
+    for (std::size_t i = 0; i < tasks.size(); i += splits)
+      merge_splits(args, tasks[i], partials.data() + i * split_floats, split_floats, splits);
+  }
 }
 
 void paged_attention_reference(const PagedAttentionArgs& a) {

@@ -137,7 +137,9 @@ void page_chunks(const ChunkArgs& c) {
 
 }  // namespace
 
-void attention_task_avx512(const PagedAttentionArgs& a, int kv_head, int r0, int r1) {
+void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& task,
+                           const AttentionPartial* partial) {
+  const int kv_head = task.kv_head, r0 = task.row_begin, r1 = task.row_end;
   const int group = a.num_q_heads / a.num_kv_heads;
   const int hd = a.head_dim, ps = a.page_size;
   const int nq = (r1 - r0) * group;
@@ -155,10 +157,10 @@ void attention_task_avx512(const PagedAttentionArgs& a, int kv_head, int r0, int
     ml[2 * i + 1] = 0.f;
   }
   const int last_pos = a.first_pos + r1 - 1;
-  const int num_pages = last_pos / ps + 1;  // later pages are wholly in the future
+  const int num_pages = std::min(task.page_end, last_pos / ps + 1);  // later pages are in the future
   const std::size_t head_offset = std::size_t(kv_head) * ps * hd;
   const __m512 vscale = _mm512_set1_ps(a.scale);
-  for (int p = 0; p < num_pages; ++p) {
+  for (int p = task.page_begin; p < num_pages; ++p) {
     // Only slots up to the last visible position are read (later ones may be unwritten).
     const int page_slots = std::min(ps, last_pos - p * ps + 1);
     const std::uint16_t* ksrc = a.k_pages[p] + head_offset;
@@ -198,15 +200,7 @@ void attention_task_avx512(const PagedAttentionArgs& a, int kv_head, int r0, int
       }
     }
   }
-  for (int r = r0; r < r1; ++r) {
-    for (int g = 0; g < group; ++g) {
-      const int qi = (r - r0) * group + g;
-      const float inv = 1.f / ml[2 * qi + 1];
-      float* out = a.out + (std::size_t(r) * a.num_q_heads + kv_head * group + g) * hd;
-      const float* src = acc.data() + std::size_t(qi) * hp;
-      for (int i = 0; i < hd; ++i) out[i] = src[i] * inv;
-    }
-  }
+  finish_attention_task(a, task, acc.data(), hp, ml.data(), partial);
 }
 
 }  // namespace arbor::kernels::detail

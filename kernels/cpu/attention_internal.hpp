@@ -5,7 +5,31 @@
 
 namespace arbor::kernels::detail {
 
-// Computes rows [r0, r1) x all query heads of KV head `kv_head`, writing args.out.
-void attention_task_avx512(const PagedAttentionArgs& args, int kv_head, int r0, int r1);
+// One unit of work: query rows [row_begin, row_end) x the query heads of `kv_head`,
+// over logical pages [page_begin, page_end) (clipped to the pages the rows can see).
+struct AttentionTask {
+  int kv_head = 0;
+  int row_begin = 0, row_end = 0;
+  int page_begin = 0, page_end = 0;
+};
+
+// Per query vector qi = (row - row_begin) * group + g of a task, its unnormalised
+// softmax state: acc [num][head_dim], then (running max, running sum) [num][2].
+struct AttentionPartial {
+  float* acc = nullptr;
+  float* ml = nullptr;
+};
+
+// Runs the task; writes normalised rows to args.out, or, when `partial` is given,
+// the unnormalised state there (the caller merges page splits).
+void attention_task_avx2(const PagedAttentionArgs& args, const AttentionTask& task,
+                         const AttentionPartial* partial);
+void attention_task_avx512(const PagedAttentionArgs& args, const AttentionTask& task,
+                           const AttentionPartial* partial);
+
+// Shared epilogue: out = acc / l, or hand the state to the caller.
+void finish_attention_task(const PagedAttentionArgs& args, const AttentionTask& task,
+                           const float* acc, int acc_stride, const float* ml,
+                           const AttentionPartial* partial);
 
 }  // namespace arbor::kernels::detail

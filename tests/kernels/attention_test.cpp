@@ -84,6 +84,9 @@ TEST(PagedAttention, MatchesFullSoftmaxReference) {
       {7, 61, 6, 1, 12, 4},    // MQA, head_dim not a multiple of 8
       {3, 47, 9, 3, 64, 16},   // ends exactly at a page boundary
       {20, 30, 2, 1, 40, 37},  // page larger than a register of slots, head_dim % 16 != 0
+      {1, 300, 9, 3, 64, 16},  // long decode: pages split across threads, then merged
+      {2, 1000, 4, 1, 16, 8},  // two rows, many splits; the second row sees one more slot
+      {4, 77, 2, 2, 32, 4},    // small batch, split over pages
   };
   testing::for_each_isa([&](bool) {
     for (const Case& c : cases) {
