@@ -63,7 +63,6 @@ struct GgufValue {
   static GgufValue f32_array(const std::vector<float>& items);
   static GgufValue i32_array(const std::vector<std::int32_t>& items);
 
-  // Typed views; nullopt-like failure is reported by the GgufFile accessors instead.
   bool is_integer() const { return model::is_integer(type); }
   bool is_float() const { return type == GgufType::f32 || type == GgufType::f64; }
 };

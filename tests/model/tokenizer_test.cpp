@@ -2,6 +2,8 @@
 // and SmolLM2's real vocabulary.
 #include "model/tokenizer.hpp"
 
+#include "model/gguf_writer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -89,6 +91,84 @@ INSTANTIATE_TEST_SUITE_P(LlamaCpp, VocabVectors,
                            for (char& ch : n) if (ch == '-') ch = '_';
                            return n;
                          });
+
+Result<std::unique_ptr<Tokenizer>> load_vector_vocab(const char* name) {
+  auto file = GgufFile::open(kVectorDir + "/" + name);
+  if (!file) return std::unexpected(file.error());
+  return Tokenizer::from_gguf(*file);  // the tokenizer copies what it needs
+}
+
+TEST(SentencePiece, SpecialTokensDummyPrefixAndBos) {
+  auto tok = load_vector_vocab("ggml-vocab-llama-spm.gguf");
+  ASSERT_TRUE(tok) << tok.error().describe();
+  Tokenizer& t = **tok;
+  EXPECT_TRUE(t.add_bos());
+  EXPECT_EQ(t.bos_id(), 1);
+  EXPECT_EQ(t.encode(" Hello", false), (std::vector<std::int32_t>{29871, 15043}));
+  // Control text is parsed only when asked; each text fragment gets the dummy prefix.
+  EXPECT_EQ(t.encode("<s>Hello", true), (std::vector<std::int32_t>{1, 15043}));
+  EXPECT_NE(t.encode("<s>Hello", false).front(), 1);
+  EXPECT_EQ(t.decode(t.encode("<s>Hello", true)), "<s> Hello");
+  EXPECT_EQ(t.decode(t.encode("<s>Hello", true), /*render_special=*/false), "Hello");
+  EXPECT_EQ(t.token_to_piece(15043), " Hello");
+  EXPECT_EQ(t.token_to_piece(13), "\n");  // <0x0A> byte token
+  EXPECT_TRUE(t.is_end_of_generation(2));
+}
+
+TEST(SentencePiece, Phi3ChatMarkers) {
+  auto tok = load_vector_vocab("ggml-vocab-phi-3.gguf");
+  ASSERT_TRUE(tok) << tok.error().describe();
+  const auto ids = (*tok)->encode("<|user|>\nHi<|end|>", true);
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids.front(), 32010);
+  EXPECT_EQ(ids.back(), 32007);
+  EXPECT_TRUE((*tok)->is_end_of_generation(32007));  // <|end|>
+  EXPECT_TRUE((*tok)->is_end_of_generation(32000));  // eos <|endoftext|>
+}
+
+TEST(TokenizerFactory, RejectsUnknownModels) {
+  GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "rwkv");
+  w.set("tokenizer.ggml.tokens", GgufValue::string_array({"a", "b"}));
+  const auto bytes = w.serialize();
+  auto f = GgufFile::parse(bytes);
+  ASSERT_TRUE(f);
+  auto t = Tokenizer::from_gguf(*f);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, ErrorCode::unsupported);
+  EXPECT_NE(t.error().message.find("rwkv"), std::string::npos);
+
+  GgufWriter bad;
+  bad.set_string("tokenizer.ggml.model", "gpt2");
+  bad.set("tokenizer.ggml.tokens", GgufValue::string_array({"a", "b"}));
+  bad.set_u32("tokenizer.ggml.eos_token_id", 7);
+  bad.set("tokenizer.ggml.merges", GgufValue::string_array({"a b"}));
+  const auto bad_bytes = bad.serialize();
+  auto g = GgufFile::parse(bad_bytes);
+  ASSERT_TRUE(g);
+  auto u = Tokenizer::from_gguf(*g);
+  ASSERT_FALSE(u);
+  EXPECT_EQ(u.error().code, ErrorCode::corrupt_data);
+  EXPECT_NE(u.error().message.find("eos_token_id"), std::string::npos);
+}
+
+// A tiny hand-made BPE vocabulary: merges apply by rank, not by length or order.
+TEST(TokenizerFactory, TinyBpeMergesByRank) {
+  GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", "gpt2");
+  w.set("tokenizer.ggml.tokens", GgufValue::string_array({"a", "b", "c", "ab", "bc", "abc"}));
+  w.set("tokenizer.ggml.merges", GgufValue::string_array({"b c", "a b", "ab c", "a bc"}));
+  const auto bytes = w.serialize();
+  auto f = GgufFile::parse(bytes);
+  ASSERT_TRUE(f);
+  auto t = Tokenizer::from_gguf(*f);
+  ASSERT_TRUE(t) << t.error().describe();
+  // "b c" (rank 0) first -> a + bc -> "a bc" (rank 3) -> abc.
+  EXPECT_EQ((*t)->encode("abc", false), (std::vector<std::int32_t>{5}));
+  EXPECT_EQ((*t)->encode("ab", false), (std::vector<std::int32_t>{3}));
+  EXPECT_EQ((*t)->encode("cab", false), (std::vector<std::int32_t>{2, 3}));
+}
 
 class SmolLM2 : public ::testing::Test {
  protected:
