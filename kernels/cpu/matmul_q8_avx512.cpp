@@ -97,30 +97,33 @@ inline __m512i bcast4(const std::int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
+// acc[c] (16 rows) += packed block b . activation row c0 + c.
+template <int kC>
+inline void block_dot(const PackedBlock& p, std::int64_t b, std::int64_t nb,
+                      const QuantizedActivations& xa, std::int64_t c0, __m512 acc[kC]) {
+  __m512i u[8];
+  for (int g = 0; g < 8; ++g) u[g] = _mm512_load_si512(&p.u[g]);
+  for (int c = 0; c < kC; ++c) {
+    const std::int8_t* xq = xa.qs + ((c0 + c) * nb + b) * 32;
+    __m512i i0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], bcast4(xq));
+    __m512i i1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], bcast4(xq + 4));
+    for (int g = 2; g < 8; g += 2) {
+      i0 = _mm512_dpbusd_epi32(i0, u[g], bcast4(xq + 4 * g));
+      i1 = _mm512_dpbusd_epi32(i1, u[g + 1], bcast4(xq + 4 * g + 4));
+    }
+    const std::int64_t k = (c0 + c) * nb + b;
+    const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1));
+    acc[c] = _mm512_fmadd_ps(dot, _mm512_mul_ps(p.d, _mm512_set1_ps(xa.d[k])), acc[c]);
+    acc[c] = _mm512_fmadd_ps(p.off, _mm512_set1_ps(xa.s[k]), acc[c]);
+  }
+}
+
 // acc[c] (16 rows) += packed tile . activation row c0 + c, over all blocks.
 template <int kC>
 inline void tile_dot(const PackedBlock* packed, std::int64_t nb, const QuantizedActivations& xa,
                      std::int64_t c0, __m512 acc[kC]) {
   for (int c = 0; c < kC; ++c) acc[c] = _mm512_setzero_ps();
-  const std::int64_t stride = nb * 32;
-  for (std::int64_t b = 0; b < nb; ++b) {
-    const PackedBlock& p = packed[b];
-    __m512i u[8];
-    for (int g = 0; g < 8; ++g) u[g] = _mm512_load_si512(&p.u[g]);
-    for (int c = 0; c < kC; ++c) {
-      const std::int8_t* xq = xa.qs + (c0 + c) * stride + b * 32;
-      __m512i i0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], bcast4(xq));
-      __m512i i1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], bcast4(xq + 4));
-      for (int g = 2; g < 8; g += 2) {
-        i0 = _mm512_dpbusd_epi32(i0, u[g], bcast4(xq + 4 * g));
-        i1 = _mm512_dpbusd_epi32(i1, u[g + 1], bcast4(xq + 4 * g + 4));
-      }
-      const std::int64_t k = (c0 + c) * nb + b;
-      const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1));
-      acc[c] = _mm512_fmadd_ps(dot, _mm512_mul_ps(p.d, _mm512_set1_ps(xa.d[k])), acc[c]);
-      acc[c] = _mm512_fmadd_ps(p.off, _mm512_set1_ps(xa.s[k]), acc[c]);
-    }
-  }
+  for (std::int64_t b = 0; b < nb; ++b) block_dot<kC>(packed[b], b, nb, xa, c0, acc);
 }
 
 template <int kC>
@@ -132,37 +135,85 @@ void tile_rows(const PackedBlock* packed, std::int64_t nb, const QuantizedActiva
   for (int c = 0; c < kC; ++c) _mm512_mask_storeu_ps(y + (c0 + c) * y_stride + row0, mask, acc[c]);
 }
 
+struct TileRows {
+  const std::uint8_t* rows[kTileRows];
+  __m512i offsets;
+  const std::uint8_t* base;
+  int live;
+};
+
+// Row pointers of the tile at row0; rows past the end repeat the last real row.
+inline TileRows tile_rows_at(const std::uint8_t* data, std::int64_t rb, std::int64_t row0, std::int64_t r1) {
+  TileRows t;
+  t.live = int(std::min<std::int64_t>(kTileRows, r1 - row0));
+  alignas(64) int offsets[kTileRows];
+  for (int j = 0; j < kTileRows; ++j) {
+    const int jj = std::min(j, t.live - 1);
+    t.rows[j] = data + (row0 + jj) * rb;
+    offsets[j] = int(jj * rb);
+  }
+  t.offsets = _mm512_load_si512(offsets);
+  t.base = data + row0 * rb;
+  return t;
+}
+
+// The hardware prefetchers do not keep up with one core's GEMV: stream the tile
+// kPrefetchTiles ahead, in step with the packing of block b (a tile's rows are contiguous).
+template <GgmlType T>
+inline void prefetch_ahead(const TileRows& t, std::int64_t rb, std::int64_t b, const std::uint8_t* end) {
+  constexpr std::int64_t kPerBlock = kTileRows * kBlockBytes<T>;
+  const std::uint8_t* ahead = t.base + kPrefetchTiles * kTileRows * rb + b * kPerBlock;
+  for (std::int64_t off = 0; off < kPerBlock; off += 64) {
+    if (ahead + off < end) _mm_prefetch(reinterpret_cast<const char*>(ahead + off), _MM_HINT_T0);
+  }
+}
+
+// Decode / tiny batches: each block is packed in registers and used at once.
+template <GgmlType T, int kC>
+void matmul_tiles_direct(const WeightMatrix& w, const QuantizedActivations& xa, std::int64_t r0,
+                         std::int64_t r1, float* y) {
+  const std::int64_t nb = xa.num_blocks;
+  const std::int64_t rb = nb * kBlockBytes<T>;
+  const auto* data = static_cast<const std::uint8_t*>(w.data);
+  const std::uint8_t* end = data + w.rows * rb;
+  for (std::int64_t row0 = r0; row0 < r1; row0 += kTileRows) {
+    const TileRows t = tile_rows_at(data, rb, row0, r1);
+    __m512 acc[kC];
+    for (int c = 0; c < kC; ++c) acc[c] = _mm512_setzero_ps();
+    for (std::int64_t b = 0; b < nb; ++b) {
+      prefetch_ahead<T>(t, rb, b, end);
+      PackedBlock p;
+      pack_block<T>(t.rows, t.offsets, t.base, b, p);
+      block_dot<kC>(p, b, nb, xa, 0, acc);
+    }
+    const __mmask16 mask = __mmask16((1u << t.live) - 1);
+    for (int c = 0; c < kC; ++c) _mm512_mask_storeu_ps(y + c * w.rows + row0, mask, acc[c]);
+  }
+}
+
 template <GgmlType T>
 void matmul_tiles(const WeightMatrix& w, const QuantizedActivations& xa, std::int64_t r0,
                   std::int64_t r1, float* y) {
+  switch (xa.m) {
+    case 1: return matmul_tiles_direct<T, 1>(w, xa, r0, r1, y);
+    case 2: return matmul_tiles_direct<T, 2>(w, xa, r0, r1, y);
+    case 3: return matmul_tiles_direct<T, 3>(w, xa, r0, r1, y);
+    case 4: return matmul_tiles_direct<T, 4>(w, xa, r0, r1, y);
+    default: break;
+  }
   const std::int64_t nb = xa.num_blocks;
-  const std::int64_t rb = std::int64_t(nb) * kBlockBytes<T>;
+  const std::int64_t rb = nb * kBlockBytes<T>;
   thread_local std::vector<PackedBlock> packed;
   if (std::int64_t(packed.size()) < nb) packed.resize(std::size_t(nb));
   const auto* data = static_cast<const std::uint8_t*>(w.data);
+  const std::uint8_t* end = data + w.rows * rb;
   for (std::int64_t row0 = r0; row0 < r1; row0 += kTileRows) {
-    const int live = int(std::min<std::int64_t>(kTileRows, r1 - row0));
-    const std::uint8_t* rows[kTileRows];
-    alignas(64) int offsets[kTileRows];
-    for (int j = 0; j < kTileRows; ++j) {
-      const int jj = std::min(j, live - 1);
-      rows[j] = data + (row0 + jj) * rb;
-      offsets[j] = int(jj * rb);
-    }
-    const __m512i row_offsets = _mm512_load_si512(offsets);
-    const std::uint8_t* base = data + row0 * rb;
-    // The hardware prefetchers do not keep up with one core's GEMV: stream the tile
-    // kPrefetchTiles ahead in step with the packing (its 16 rows are contiguous).
-    const std::uint8_t* ahead = base + kPrefetchTiles * kTileRows * rb;
-    const std::uint8_t* ahead_end = data + w.rows * rb;
-    const std::int64_t per_block = kTileRows * kBlockBytes<T>;
+    const TileRows t = tile_rows_at(data, rb, row0, r1);
     for (std::int64_t b = 0; b < nb; ++b) {
-      for (std::int64_t off = 0; off < per_block; off += 64) {
-        const std::uint8_t* p = ahead + b * per_block + off;
-        if (p < ahead_end) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-      }
-      pack_block<T>(rows, row_offsets, base, b, packed[b]);
+      prefetch_ahead<T>(t, rb, b, end);
+      pack_block<T>(t.rows, t.offsets, t.base, b, packed[b]);
     }
+    const int live = t.live;
     const __mmask16 mask = __mmask16((1u << live) - 1);
     std::int64_t c0 = 0;
     for (; c0 + 8 <= xa.m; c0 += 8) tile_rows<8>(packed.data(), nb, xa, c0, y, w.rows, row0, mask);
