@@ -76,11 +76,18 @@ void matmul_rows(const WeightMatrix& w, const QuantizedActivations& xa, std::int
                  std::int64_t r1, float* y) {
   using Block = typename BlockOf<T>::type;
   constexpr int kC = 4;
+  constexpr std::int64_t kPrefetchRows = 8;
   float out[kC];
   for (std::int64_t c0 = 0; c0 < xa.m; c0 += kC) {
     const int nc = int(std::min<std::int64_t>(kC, xa.m - c0));
     for (std::int64_t r = r0; r < r1; ++r) {
       const auto* wb = static_cast<const Block*>(w.data) + r * xa.num_blocks;
+      // Stream a few rows ahead: the hardware prefetchers alone leave GEMV latency bound.
+      if (r + kPrefetchRows < w.rows) {
+        const auto* ahead = reinterpret_cast<const char*>(wb + kPrefetchRows * xa.num_blocks);
+        for (std::int64_t off = 0; off < std::int64_t(sizeof(Block)) * xa.num_blocks; off += 64)
+          _mm_prefetch(ahead + off, _MM_HINT_T0);
+      }
       row_kernel<T, kC>(wb, xa, c0, nc, out);
       for (int c = 0; c < nc; ++c) y[(c0 + c) * w.rows + r] = out[c];
     }
