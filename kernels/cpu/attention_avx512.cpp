@@ -64,48 +64,61 @@ inline void transpose_16x16(const float* src, std::size_t src_stride, float* dst
   }
 }
 
+constexpr int kMaxQueries = 8;  // query vectors updated together
+
 struct ChunkArgs {
   const float* kt;  // [hd][sp] transposed K of the page
   const float* vf;  // [sp][hp] V of the page
-  int sp, hd, hp, visible;
+  int sp, hd, hp;
   __m512 scale;
-  const float* q[4];
-  float* o[4];   // running weighted sums [hp]
-  float* ml[4];  // running max, running sum
+  const float* q[kMaxQueries];
+  float* o[kMaxQueries];   // running weighted sums [hp]
+  float* ml[kMaxQueries];  // running max, running sum
+  int visible[kMaxQueries];  // slots of the page query i may see (> 0; a prefix)
 };
 
-// Online-softmax update of NQ query vectors with the first `visible` slots of a page,
-// 16 slots at a time.
+// Online-softmax update of NQ query vectors with their visible slots of a page, 16
+// slots at a time. Each K/V register load feeds NQ (x chains) independent FMA chains.
 template <int NQ>
 void page_chunks(const ChunkArgs& c) {
+  constexpr int kChains = NQ <= 3 ? 4 : 2;  // enough chains in flight to hide FMA latency
   alignas(64) float prob[NQ][16];
-  for (int c0 = 0; c0 < c.visible; c0 += 16) {
-    __m512 s0[NQ], s1[NQ];
-    for (int i = 0; i < NQ; ++i) s0[i] = s1[i] = _mm512_setzero_ps();
-    const float* k = c.kt + c0;
+  int max_visible = 0;
+  for (int i = 0; i < NQ; ++i) max_visible = std::max(max_visible, c.visible[i]);
+  for (int c0 = 0; c0 < max_visible; c0 += 16) {
+    __m512 sc[NQ][kChains];
+    for (int i = 0; i < NQ; ++i)
+      for (int k = 0; k < kChains; ++k) sc[i][k] = _mm512_setzero_ps();
+    const float* kp = c.kt + c0;
     int d = 0;
-    for (; d + 2 <= c.hd; d += 2) {
-      const __m512 k0 = _mm512_loadu_ps(k + std::size_t(d) * c.sp);
-      const __m512 k1 = _mm512_loadu_ps(k + std::size_t(d + 1) * c.sp);
-      for (int i = 0; i < NQ; ++i) {
-        s0[i] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d]), k0, s0[i]);
-        s1[i] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d + 1]), k1, s1[i]);
+    for (; d + kChains <= c.hd; d += kChains) {
+      for (int k = 0; k < kChains; ++k) {
+        const __m512 kv = _mm512_loadu_ps(kp + std::size_t(d + k) * c.sp);
+        for (int i = 0; i < NQ; ++i) sc[i][k] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d + k]), kv, sc[i][k]);
       }
     }
-    if (d < c.hd) {
-      const __m512 k0 = _mm512_loadu_ps(k + std::size_t(d) * c.sp);
-      for (int i = 0; i < NQ; ++i) s0[i] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d]), k0, s0[i]);
+    for (; d < c.hd; ++d) {
+      const __m512 kv = _mm512_loadu_ps(kp + std::size_t(d) * c.sp);
+      for (int i = 0; i < NQ; ++i) sc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d]), kv, sc[i][0]);
     }
-    const int n = std::min(16, c.visible - c0);
-    const __mmask16 valid = n == 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
     float corr[NQ];
+    int n_max = 0;
     for (int i = 0; i < NQ; ++i) {
-      __m512 sc = _mm512_mul_ps(_mm512_add_ps(s0[i], s1[i]), c.scale);
-      sc = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-INFINITY), sc);
+      const int n = std::min(16, c.visible[i] - c0);
+      if (n <= 0) {  // past this query's causal limit: state unchanged
+        corr[i] = 1.f;
+        _mm512_store_ps(prob[i], _mm512_setzero_ps());
+        continue;
+      }
+      n_max = std::max(n_max, n);
+      __m512 sum = sc[i][0];
+      for (int k = 1; k < kChains; ++k) sum = _mm512_add_ps(sum, sc[i][k]);
+      const __mmask16 valid = n == 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
+      const __m512 x = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-INFINITY), _mm512_mul_ps(sum, c.scale));
       const float m_old = c.ml[i][0];
-      const float m_new = std::max(m_old, _mm512_reduce_max_ps(sc));
+      const float m_new = std::max(m_old, _mm512_reduce_max_ps(x));
       corr[i] = std::exp(m_old - m_new);  // 0 on the first chunk
-      const __m512 pr = exp512(_mm512_sub_ps(sc, _mm512_set1_ps(m_new)));
+      const __m512 pr = exp512(_mm512_sub_ps(x, _mm512_set1_ps(m_new)));
       c.ml[i][0] = m_new;
       c.ml[i][1] = c.ml[i][1] * corr[i] + _mm512_reduce_add_ps(pr);
       _mm512_store_ps(prob[i], pr);
@@ -118,7 +131,7 @@ void page_chunks(const ChunkArgs& c) {
       }
       const float* v = c.vf + std::size_t(c0) * c.hp + j;
       int s = 0;
-      for (; s + 2 <= n; s += 2) {
+      for (; s + 2 <= n_max; s += 2) {
         const __m512 v0 = _mm512_loadu_ps(v + std::size_t(s) * c.hp);
         const __m512 v1 = _mm512_loadu_ps(v + std::size_t(s + 1) * c.hp);
         for (int i = 0; i < NQ; ++i) {
@@ -126,7 +139,7 @@ void page_chunks(const ChunkArgs& c) {
           u1[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s + 1]), v1, u1[i]);
         }
       }
-      if (s < n) {
+      if (s < n_max) {
         const __m512 v0 = _mm512_loadu_ps(v + std::size_t(s) * c.hp);
         for (int i = 0; i < NQ; ++i) u0[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s]), v0, u0[i]);
       }
@@ -134,6 +147,11 @@ void page_chunks(const ChunkArgs& c) {
     }
   }
 }
+
+using PageChunksFn = void (*)(const ChunkArgs&);
+constexpr PageChunksFn kPageChunks[kMaxQueries + 1] = {nullptr,        page_chunks<1>, page_chunks<2>,
+                                                       page_chunks<3>, page_chunks<4>, page_chunks<5>,
+                                                       page_chunks<6>, page_chunks<7>, page_chunks<8>};
 
 }  // namespace
 
@@ -177,28 +195,25 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
     for (int s0 = 0; s0 < page_slots; s0 += 16)
       for (int d0 = 0; d0 < hp; d0 += 16)
         transpose_16x16(kbuf.data() + std::size_t(s0) * hp + d0, hp, kt.data() + std::size_t(d0) * sp + s0, sp);
+    // Query vectors (row, head) that see this page, batched kMaxQueries at a time.
+    ChunkArgs c{kt.data(), vf.data(), sp, hd, hp, vscale, {}, {}, {}, {}};
+    int n = 0;
     for (int r = r0; r < r1; ++r) {
       const int visible = std::min(page_slots, a.first_pos + r - p * ps + 1);  // causal mask
       if (visible <= 0) continue;
-      // The query heads of one row share their visibility: process them together so
-      // each K/V register load feeds several independent FMA chains.
-      for (int g0 = 0; g0 < group; g0 += 4) {
-        const int nqv = std::min(4, group - g0);
-        ChunkArgs c{kt.data(), vf.data(), sp, hd, hp, visible, vscale, {}, {}, {}};
-        for (int i = 0; i < nqv; ++i) {
-          const int qi = (r - r0) * group + g0 + i;
-          c.q[i] = a.q + (std::size_t(r) * a.num_q_heads + kv_head * group + g0 + i) * hd;
-          c.o[i] = acc.data() + std::size_t(qi) * hp;
-          c.ml[i] = ml.data() + 2 * qi;
-        }
-        switch (nqv) {
-          case 1: page_chunks<1>(c); break;
-          case 2: page_chunks<2>(c); break;
-          case 3: page_chunks<3>(c); break;
-          default: page_chunks<4>(c); break;
+      for (int g = 0; g < group; ++g) {
+        const int qi = (r - r0) * group + g;
+        c.q[n] = a.q + (std::size_t(r) * a.num_q_heads + kv_head * group + g) * hd;
+        c.o[n] = acc.data() + std::size_t(qi) * hp;
+        c.ml[n] = ml.data() + 2 * qi;
+        c.visible[n] = visible;
+        if (++n == kMaxQueries) {
+          kPageChunks[n](c);
+          n = 0;
         }
       }
     }
+    if (n > 0) kPageChunks[n](c);
   }
   finish_attention_task(a, task, acc.data(), hp, ml.data(), partial);
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -38,10 +39,7 @@ struct ThreadPool::Impl {
     std::uint64_t seen = 0;
     for (;;) {
       std::uint64_t g = generation_.load(std::memory_order_acquire);
-      for (int spin = 0; g == seen && spin < kSpinIterations; ++spin) {
-        _mm_pause();
-        g = generation_.load(std::memory_order_acquire);
-      }
+      spin_while([&] { return (g = generation_.load(std::memory_order_acquire)) == seen; });
       while (g == seen) {
         generation_.wait(seen, std::memory_order_acquire);
         g = generation_.load(std::memory_order_acquire);
@@ -66,19 +64,29 @@ struct ThreadPool::Impl {
     generation_.notify_all();
     run_chunk(0);
     int left = pending_.load(std::memory_order_acquire);
-    for (int spin = 0; left != 0 && spin < kSpinIterations * 4; ++spin) {
-      _mm_pause();
-      left = pending_.load(std::memory_order_acquire);
-    }
+    spin_while([&] { return (left = pending_.load(std::memory_order_acquire)) != 0; });
     while (left != 0) {
       pending_.wait(left, std::memory_order_acquire);
       left = pending_.load(std::memory_order_acquire);
     }
   }
 
-  // ~50-100 us of spinning at ~40 cycles per pause: covers the gap between the kernels
-  // of one decode step without burning a core when the engine is idle.
-  static constexpr int kSpinIterations = 4000;
+  // Spins while `busy()` for at most kSpin: long enough to cover the gap between the
+  // kernels of one decode step (a few us of serial work), short enough not to steal a
+  // core from other processes when the engine is idle or the machine is oversubscribed.
+  template <typename Busy>
+  static void spin_while(Busy&& busy) {
+    if (!busy()) return;
+    const auto deadline = std::chrono::steady_clock::now() + kSpin;
+    for (;;) {
+      for (int i = 0; i < 16; ++i) {
+        _mm_pause();
+        if (!busy()) return;
+      }
+      if (std::chrono::steady_clock::now() > deadline) return;
+    }
+  }
+  static constexpr std::chrono::microseconds kSpin{30};
 
   const int num_threads_;
   std::vector<std::thread> workers_;
