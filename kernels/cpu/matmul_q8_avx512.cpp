@@ -199,6 +199,10 @@ void matmul_tiles(const WeightMatrix& w, const QuantizedActivations& xa, std::in
     case 2: return matmul_tiles_direct<T, 2>(w, xa, r0, r1, y);
     case 3: return matmul_tiles_direct<T, 3>(w, xa, r0, r1, y);
     case 4: return matmul_tiles_direct<T, 4>(w, xa, r0, r1, y);
+    case 5: return matmul_tiles_direct<T, 5>(w, xa, r0, r1, y);
+    case 6: return matmul_tiles_direct<T, 6>(w, xa, r0, r1, y);
+    case 7: return matmul_tiles_direct<T, 7>(w, xa, r0, r1, y);
+    case 8: return matmul_tiles_direct<T, 8>(w, xa, r0, r1, y);
     default: break;
   }
   const std::int64_t nb = xa.num_blocks;
