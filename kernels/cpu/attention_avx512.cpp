@@ -73,7 +73,8 @@ struct ChunkArgs {
   __m512 scale;
   const float* q[kMaxQueries];
   float* o[kMaxQueries];   // running weighted sums [hp]
-  float* ml[kMaxQueries];  // running max, running sum
+  float* ml[kMaxQueries];  // running max (the sum lives in `l`)
+  float* l[kMaxQueries];   // running sum, as 16 lane partial sums (reduced once at the end)
   int visible[kMaxQueries];  // slots of the page query i may see (> 0; a prefix)
 };
 
@@ -120,7 +121,7 @@ void page_chunks(const ChunkArgs& c) {
       corr[i] = std::exp(m_old - m_new);  // 0 on the first chunk
       const __m512 pr = exp512(_mm512_sub_ps(x, _mm512_set1_ps(m_new)));
       c.ml[i][0] = m_new;
-      c.ml[i][1] = c.ml[i][1] * corr[i] + _mm512_reduce_add_ps(pr);
+      _mm512_store_ps(c.l[i], _mm512_fmadd_ps(_mm512_load_ps(c.l[i]), _mm512_set1_ps(corr[i]), pr));
       _mm512_store_ps(prob[i], pr);
     }
     for (int j = 0; j < c.hp; j += 16) {
@@ -165,6 +166,8 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
   const int hv = (hd + 15) / 16;       // registers per head vector
   const int hp = hv * 16;
   thread_local std::vector<float> kt, vf, acc, kbuf, ml;
+  thread_local std::vector<__m512> lsum;
+  lsum.assign(std::size_t(nq), _mm512_setzero_ps());
   kt.assign(std::size_t(hp) * sp, 0.f);
   vf.assign(std::size_t(sp) * hp, 0.f);
   kbuf.assign(std::size_t(sp) * hp, 0.f);  // slots past the page's last visible one stay finite
@@ -196,7 +199,7 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
       for (int d0 = 0; d0 < hp; d0 += 16)
         transpose_16x16(kbuf.data() + std::size_t(s0) * hp + d0, hp, kt.data() + std::size_t(d0) * sp + s0, sp);
     // Query vectors (row, head) that see this page, batched kMaxQueries at a time.
-    ChunkArgs c{kt.data(), vf.data(), sp, hd, hp, vscale, {}, {}, {}, {}};
+    ChunkArgs c{kt.data(), vf.data(), sp, hd, hp, vscale, {}, {}, {}, {}, {}};
     int n = 0;
     for (int r = r0; r < r1; ++r) {
       const int visible = std::min(page_slots, a.first_pos + r - p * ps + 1);  // causal mask
@@ -206,6 +209,7 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
         c.q[n] = a.q + (std::size_t(r) * a.num_q_heads + kv_head * group + g) * hd;
         c.o[n] = acc.data() + std::size_t(qi) * hp;
         c.ml[n] = ml.data() + 2 * qi;
+        c.l[n] = reinterpret_cast<float*>(&lsum[qi]);
         c.visible[n] = visible;
         if (++n == kMaxQueries) {
           kPageChunks[n](c);
@@ -215,6 +219,7 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
     }
     if (n > 0) kPageChunks[n](c);
   }
+  for (int i = 0; i < nq; ++i) ml[2 * i + 1] = _mm512_reduce_add_ps(lsum[i]);
   finish_attention_task(a, task, acc.data(), hp, ml.data(), partial);
 }
 
