@@ -4,6 +4,7 @@
 // the online softmax runs on 16 scores at a time, and P.V accumulates with broadcast
 // probabilities. The converted page is shared by every query vector of the task.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -38,11 +39,13 @@ inline __m512 exp512(__m512 x) {
 inline void transpose_16x16(const float* src, std::size_t src_stride, float* dst, std::size_t dst_stride) {
   __m512 r[16], t[16];
   for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
+  #pragma GCC unroll 16
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
   }
   // r[4i + k], 128-bit lane L, position j = src[4i + j][4L + k]
+  #pragma GCC unroll 16
   for (int i = 0; i < 4; ++i) {
     r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
     r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
@@ -50,12 +53,14 @@ inline void transpose_16x16(const float* src, std::size_t src_stride, float* dst
     r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
   }
   // out[4L + k] = lane L of r[k], r[4 + k], r[8 + k], r[12 + k]
+  #pragma GCC unroll 16
   for (int k = 0; k < 4; ++k) {
     t[k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
     t[4 + k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xDD);
     t[8 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
     t[12 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xDD);
   }
+  #pragma GCC unroll 16
   for (int k = 0; k < 4; ++k) {
     _mm512_storeu_ps(dst + k * dst_stride, _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88));
     _mm512_storeu_ps(dst + (8 + k) * dst_stride, _mm512_shuffle_f32x4(t[k], t[8 + k], 0xDD));
@@ -85,25 +90,32 @@ void page_chunks(const ChunkArgs& c) {
   constexpr int kChains = NQ <= 3 ? 4 : 2;  // enough chains in flight to hide FMA latency
   alignas(64) float prob[NQ][16];
   int max_visible = 0;
+  #pragma GCC unroll 16
   for (int i = 0; i < NQ; ++i) max_visible = std::max(max_visible, c.visible[i]);
   for (int c0 = 0; c0 < max_visible; c0 += 16) {
     __m512 sc[NQ][kChains];
+    #pragma GCC unroll 16
     for (int i = 0; i < NQ; ++i)
+      #pragma GCC unroll 16
       for (int k = 0; k < kChains; ++k) sc[i][k] = _mm512_setzero_ps();
     const float* kp = c.kt + c0;
     int d = 0;
     for (; d + kChains <= c.hd; d += kChains) {
+      #pragma GCC unroll 16
       for (int k = 0; k < kChains; ++k) {
         const __m512 kv = _mm512_loadu_ps(kp + std::size_t(d + k) * c.sp);
+        #pragma GCC unroll 16
         for (int i = 0; i < NQ; ++i) sc[i][k] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d + k]), kv, sc[i][k]);
       }
     }
     for (; d < c.hd; ++d) {
       const __m512 kv = _mm512_loadu_ps(kp + std::size_t(d) * c.sp);
+      #pragma GCC unroll 16
       for (int i = 0; i < NQ; ++i) sc[i][0] = _mm512_fmadd_ps(_mm512_set1_ps(c.q[i][d]), kv, sc[i][0]);
     }
     float corr[NQ];
     int n_max = 0;
+    #pragma GCC unroll 16
     for (int i = 0; i < NQ; ++i) {
       const int n = std::min(16, c.visible[i] - c0);
       if (n <= 0) {  // past this query's causal limit: state unchanged
@@ -113,6 +125,7 @@ void page_chunks(const ChunkArgs& c) {
       }
       n_max = std::max(n_max, n);
       __m512 sum = sc[i][0];
+      #pragma GCC unroll 16
       for (int k = 1; k < kChains; ++k) sum = _mm512_add_ps(sum, sc[i][k]);
       const __mmask16 valid = n == 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1);
       const __m512 x = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-INFINITY), _mm512_mul_ps(sum, c.scale));
@@ -121,11 +134,12 @@ void page_chunks(const ChunkArgs& c) {
       corr[i] = std::exp(m_old - m_new);  // 0 on the first chunk
       const __m512 pr = exp512(_mm512_sub_ps(x, _mm512_set1_ps(m_new)));
       c.ml[i][0] = m_new;
-      _mm512_store_ps(c.l[i], _mm512_fmadd_ps(_mm512_load_ps(c.l[i]), _mm512_set1_ps(corr[i]), pr));
+      _mm512_storeu_ps(c.l[i], _mm512_fmadd_ps(_mm512_loadu_ps(c.l[i]), _mm512_set1_ps(corr[i]), pr));
       _mm512_store_ps(prob[i], pr);
     }
     for (int j = 0; j < c.hp; j += 16) {
       __m512 u0[NQ], u1[NQ];
+      #pragma GCC unroll 16
       for (int i = 0; i < NQ; ++i) {
         u0[i] = _mm512_mul_ps(_mm512_loadu_ps(c.o[i] + j), _mm512_set1_ps(corr[i]));
         u1[i] = _mm512_setzero_ps();
@@ -135,6 +149,7 @@ void page_chunks(const ChunkArgs& c) {
       for (; s + 2 <= n_max; s += 2) {
         const __m512 v0 = _mm512_loadu_ps(v + std::size_t(s) * c.hp);
         const __m512 v1 = _mm512_loadu_ps(v + std::size_t(s + 1) * c.hp);
+        #pragma GCC unroll 16
         for (int i = 0; i < NQ; ++i) {
           u0[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s]), v0, u0[i]);
           u1[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s + 1]), v1, u1[i]);
@@ -142,8 +157,10 @@ void page_chunks(const ChunkArgs& c) {
       }
       if (s < n_max) {
         const __m512 v0 = _mm512_loadu_ps(v + std::size_t(s) * c.hp);
+        #pragma GCC unroll 16
         for (int i = 0; i < NQ; ++i) u0[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s]), v0, u0[i]);
       }
+      #pragma GCC unroll 16
       for (int i = 0; i < NQ; ++i) _mm512_storeu_ps(c.o[i] + j, _mm512_add_ps(u0[i], u1[i]));
     }
   }
@@ -166,8 +183,8 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
   const int hv = (hd + 15) / 16;       // registers per head vector
   const int hp = hv * 16;
   thread_local std::vector<float> kt, vf, acc, kbuf, ml;
-  thread_local std::vector<__m512> lsum;
-  lsum.assign(std::size_t(nq), _mm512_setzero_ps());
+  thread_local std::vector<float> lsum;  // [nq][16]
+  lsum.assign(std::size_t(nq) * 16, 0.f);
   kt.assign(std::size_t(hp) * sp, 0.f);
   vf.assign(std::size_t(sp) * hp, 0.f);
   kbuf.assign(std::size_t(sp) * hp, 0.f);  // slots past the page's last visible one stay finite
@@ -209,7 +226,7 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
         c.q[n] = a.q + (std::size_t(r) * a.num_q_heads + kv_head * group + g) * hd;
         c.o[n] = acc.data() + std::size_t(qi) * hp;
         c.ml[n] = ml.data() + 2 * qi;
-        c.l[n] = reinterpret_cast<float*>(&lsum[qi]);
+        c.l[n] = lsum.data() + std::size_t(qi) * 16;
         c.visible[n] = visible;
         if (++n == kMaxQueries) {
           kPageChunks[n](c);
@@ -219,7 +236,7 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
     }
     if (n > 0) kPageChunks[n](c);
   }
-  for (int i = 0; i < nq; ++i) ml[2 * i + 1] = _mm512_reduce_add_ps(lsum[i]);
+  for (int i = 0; i < nq; ++i) ml[2 * i + 1] = _mm512_reduce_add_ps(_mm512_loadu_ps(lsum.data() + std::size_t(i) * 16));
   finish_attention_task(a, task, acc.data(), hp, ml.data(), partial);
 }
 

@@ -36,6 +36,7 @@ void row_kernel(const typename BlockOf<T>::type* wb, const QuantizedActivations&
                 std::int64_t c0, int nc, float* out /* [nc] */) {
   __m256 acc[kC];
   float off_sum[kC];
+  #pragma GCC unroll 16
   for (int c = 0; c < kC; ++c) {
     acc[c] = _mm256_setzero_ps();
     off_sum[c] = 0.f;
@@ -132,6 +133,7 @@ void pack_block8(const std::uint8_t* const* rows, __m256i row_offsets, const std
   const __m256i z[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
                         _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
   const __m256i low = _mm256_set1_epi8(0x0F);
+  #pragma GCC unroll 16
   for (int g = 0; g < 4; ++g) {
     out.u[g] = _mm256_and_si256(z[g], low);
     out.u[4 + g] = _mm256_and_si256(_mm256_srli_epi32(z[g], 4), low);
@@ -150,14 +152,17 @@ template <int kC>
 void tile8_dot(const PackedBlock8* packed, std::int64_t nb, const QuantizedActivations& xa,
                std::int64_t c0, __m256 acc[kC]) {
   const __m256i ones = _mm256_set1_epi16(1);
+  #pragma GCC unroll 16
   for (int c = 0; c < kC; ++c) acc[c] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < nb; ++b) {
     const PackedBlock8& p = packed[b];
+    #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) {
       const std::int8_t* xq = xa.qs + ((c0 + c) * nb + b) * 32;
       int v;
       __builtin_memcpy(&v, xq, 4);
       __m256i s16 = _mm256_maddubs_epi16(p.u[0], _mm256_set1_epi32(v));
+      #pragma GCC unroll 16
       for (int g = 1; g < 8; ++g) {
         __builtin_memcpy(&v, xq + 4 * g, 4);
         s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(p.u[g], _mm256_set1_epi32(v)));
@@ -176,6 +181,7 @@ void tile8_rows(const PackedBlock8* packed, std::int64_t nb, const QuantizedActi
   __m256 acc[kC];
   tile8_dot<kC>(packed, nb, xa, c0, acc);
   const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(live), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  #pragma GCC unroll 16
   for (int c = 0; c < kC; ++c) _mm256_maskstore_ps(y + (c0 + c) * y_stride + row0, mask, acc[c]);
 }
 
@@ -227,6 +233,7 @@ void quantize_activations_avx2(const float* x, std::int64_t cols, std::int64_t r
       const float* src = x + r * cols + b * 32;
       __m256 v[4];
       __m256 amax = _mm256_setzero_ps();
+      #pragma GCC unroll 16
       for (int k = 0; k < 4; ++k) {
         v[k] = _mm256_loadu_ps(src + 8 * k);
         amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[k]));
@@ -238,6 +245,7 @@ void quantize_activations_avx2(const float* x, std::int64_t cols, std::int64_t r
       const float scale = max_abs / 127.f;
       const __m256 inv = _mm256_set1_ps(max_abs > 0.f ? 127.f / max_abs : 0.f);
       __m256i q[4];
+      #pragma GCC unroll 16
       for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], inv));
       // Sum of the 32 quants, then pack to bytes in order (packs interleave lanes).
       __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));

@@ -10,6 +10,7 @@
 // weight bytes are streamed once.
 // GCC 12 flags its own AVX-512 intrinsic headers (casts leave "__Y" undefined on purpose).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -69,9 +70,11 @@ inline void pack_block(const std::uint8_t* const* rows, __m512i row_offsets,
     __m512i t[4];
     transpose_16x4(src, t);
     const __m512i flip = _mm512_set1_epi8(char(0x80));
+    #pragma GCC unroll 16
     for (int g = 0; g < 4; ++g) out.u[g] = _mm512_xor_si512(t[g], flip);
     for (int j = 0; j < kTileRows; ++j) src[j] += 16;
     transpose_16x4(src, t);
+    #pragma GCC unroll 16
     for (int g = 0; g < 4; ++g) out.u[4 + g] = _mm512_xor_si512(t[g], flip);
     out.off = _mm512_mul_ps(d, _mm512_set1_ps(-128.f));
   } else {
@@ -79,6 +82,7 @@ inline void pack_block(const std::uint8_t* const* rows, __m512i row_offsets,
     for (int j = 0; j < kTileRows; ++j) src[j] = rows[j] + b * kBytes + kQsOffset;
     __m512i t[4];
     transpose_16x4(src, t);
+    #pragma GCC unroll 16
     for (int g = 0; g < 4; ++g) {
       out.u[g] = _mm512_and_si512(t[g], low);
       out.u[4 + g] = _mm512_and_si512(_mm512_srli_epi32(t[g], 4), low);
@@ -102,11 +106,14 @@ template <int kC>
 inline void block_dot(const PackedBlock& p, std::int64_t b, std::int64_t nb,
                       const QuantizedActivations& xa, std::int64_t c0, __m512 acc[kC]) {
   __m512i u[8];
+  #pragma GCC unroll 16
   for (int g = 0; g < 8; ++g) u[g] = _mm512_load_si512(&p.u[g]);
+  #pragma GCC unroll 16
   for (int c = 0; c < kC; ++c) {
     const std::int8_t* xq = xa.qs + ((c0 + c) * nb + b) * 32;
     __m512i i0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[0], bcast4(xq));
     __m512i i1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[1], bcast4(xq + 4));
+    #pragma GCC unroll 16
     for (int g = 2; g < 8; g += 2) {
       i0 = _mm512_dpbusd_epi32(i0, u[g], bcast4(xq + 4 * g));
       i1 = _mm512_dpbusd_epi32(i1, u[g + 1], bcast4(xq + 4 * g + 4));
@@ -122,6 +129,7 @@ inline void block_dot(const PackedBlock& p, std::int64_t b, std::int64_t nb,
 template <int kC>
 inline void tile_dot(const PackedBlock* packed, std::int64_t nb, const QuantizedActivations& xa,
                      std::int64_t c0, __m512 acc[kC]) {
+  #pragma GCC unroll 16
   for (int c = 0; c < kC; ++c) acc[c] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < nb; ++b) block_dot<kC>(packed[b], b, nb, xa, c0, acc);
 }
@@ -132,7 +140,48 @@ void tile_rows(const PackedBlock* packed, std::int64_t nb, const QuantizedActiva
                __mmask16 mask) {
   __m512 acc[kC];
   tile_dot<kC>(packed, nb, xa, c0, acc);
+  #pragma GCC unroll 16
   for (int c = 0; c < kC; ++c) _mm512_mask_storeu_ps(y + (c0 + c) * y_stride + row0, mask, acc[c]);
+}
+
+// Two packed tiles (32 rows) against kC activation rows: every broadcast activation
+// load feeds two vpdpbusd, which relieves the load ports (the prefill bottleneck).
+template <int kC>
+void tile_pair_rows(const PackedBlock* pa, const PackedBlock* pb, std::int64_t nb,
+                    const QuantizedActivations& xa, std::int64_t c0, float* y, std::int64_t y_stride,
+                    std::int64_t row0) {
+  __m512 acc_a[kC], acc_b[kC];
+  #pragma GCC unroll 16
+  for (int c = 0; c < kC; ++c) acc_a[c] = acc_b[c] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const PackedBlock& ta = pa[b];
+    const PackedBlock& tb = pb[b];
+    #pragma GCC unroll 16
+    for (int c = 0; c < kC; ++c) {
+      const std::int8_t* xq = xa.qs + ((c0 + c) * nb + b) * 32;
+      __m512i ia = _mm512_setzero_si512(), ib = _mm512_setzero_si512();
+      __m512i ja = _mm512_setzero_si512(), jb = _mm512_setzero_si512();
+      #pragma GCC unroll 16
+      for (int g = 0; g < 8; g += 2) {
+        const __m512i x0 = bcast4(xq + 4 * g), x1 = bcast4(xq + 4 * g + 4);
+        ia = _mm512_dpbusd_epi32(ia, _mm512_load_si512(&ta.u[g]), x0);
+        ib = _mm512_dpbusd_epi32(ib, _mm512_load_si512(&tb.u[g]), x0);
+        ja = _mm512_dpbusd_epi32(ja, _mm512_load_si512(&ta.u[g + 1]), x1);
+        jb = _mm512_dpbusd_epi32(jb, _mm512_load_si512(&tb.u[g + 1]), x1);
+      }
+      const std::int64_t k = (c0 + c) * nb + b;
+      const __m512 dx = _mm512_set1_ps(xa.d[k]), sx = _mm512_set1_ps(xa.s[k]);
+      acc_a[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(ia, ja)), _mm512_mul_ps(ta.d, dx), acc_a[c]);
+      acc_b[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(ib, jb)), _mm512_mul_ps(tb.d, dx), acc_b[c]);
+      acc_a[c] = _mm512_fmadd_ps(ta.off, sx, acc_a[c]);
+      acc_b[c] = _mm512_fmadd_ps(tb.off, sx, acc_b[c]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int c = 0; c < kC; ++c) {
+    _mm512_storeu_ps(y + (c0 + c) * y_stride + row0, acc_a[c]);
+    _mm512_storeu_ps(y + (c0 + c) * y_stride + row0 + kTileRows, acc_b[c]);
+  }
 }
 
 struct TileRows {
@@ -179,6 +228,7 @@ void matmul_tiles_direct(const WeightMatrix& w, const QuantizedActivations& xa, 
   for (std::int64_t row0 = r0; row0 < r1; row0 += kTileRows) {
     const TileRows t = tile_rows_at(data, rb, row0, r1);
     __m512 acc[kC];
+    #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) acc[c] = _mm512_setzero_ps();
     for (std::int64_t b = 0; b < nb; ++b) {
       prefetch_ahead<T>(t, rb, b, end);
@@ -187,6 +237,7 @@ void matmul_tiles_direct(const WeightMatrix& w, const QuantizedActivations& xa, 
       block_dot<kC>(p, b, nb, xa, 0, acc);
     }
     const __mmask16 mask = __mmask16((1u << t.live) - 1);
+    #pragma GCC unroll 16
     for (int c = 0; c < kC; ++c) _mm512_mask_storeu_ps(y + c * w.rows + row0, mask, acc[c]);
   }
 }
@@ -208,17 +259,33 @@ void matmul_tiles(const WeightMatrix& w, const QuantizedActivations& xa, std::in
   const std::int64_t nb = xa.num_blocks;
   const std::int64_t rb = nb * kBlockBytes<T>;
   thread_local std::vector<PackedBlock> packed;
-  if (std::int64_t(packed.size()) < nb) packed.resize(std::size_t(nb));
+  if (std::int64_t(packed.size()) < 2 * nb) packed.resize(std::size_t(2 * nb));
   const auto* data = static_cast<const std::uint8_t*>(w.data);
   const std::uint8_t* end = data + w.rows * rb;
-  for (std::int64_t row0 = r0; row0 < r1; row0 += kTileRows) {
-    const TileRows t = tile_rows_at(data, rb, row0, r1);
+  auto pack_tile = [&](const TileRows& t, PackedBlock* dst) {
     for (std::int64_t b = 0; b < nb; ++b) {
       prefetch_ahead<T>(t, rb, b, end);
-      pack_block<T>(t.rows, t.offsets, t.base, b, packed[b]);
+      pack_block<T>(t.rows, t.offsets, t.base, b, dst[b]);
     }
-    const int live = t.live;
-    const __mmask16 mask = __mmask16((1u << live) - 1);
+  };
+  std::int64_t row0 = r0;
+  // Whole 32-row pairs first (shared activation loads), then single tiles.
+  for (; row0 + 2 * kTileRows <= r1; row0 += 2 * kTileRows) {
+    pack_tile(tile_rows_at(data, rb, row0, r1), packed.data());
+    pack_tile(tile_rows_at(data, rb, row0 + kTileRows, r1), packed.data() + nb);
+    std::int64_t c0 = 0;
+    for (; c0 + 4 <= xa.m; c0 += 4) tile_pair_rows<4>(packed.data(), packed.data() + nb, nb, xa, c0, y, w.rows, row0);
+    switch (xa.m - c0) {
+      case 3: tile_pair_rows<3>(packed.data(), packed.data() + nb, nb, xa, c0, y, w.rows, row0); break;
+      case 2: tile_pair_rows<2>(packed.data(), packed.data() + nb, nb, xa, c0, y, w.rows, row0); break;
+      case 1: tile_pair_rows<1>(packed.data(), packed.data() + nb, nb, xa, c0, y, w.rows, row0); break;
+      default: break;
+    }
+  }
+  for (; row0 < r1; row0 += kTileRows) {
+    const TileRows t = tile_rows_at(data, rb, row0, r1);
+    pack_tile(t, packed.data());
+    const __mmask16 mask = __mmask16((1u << t.live) - 1);
     std::int64_t c0 = 0;
     for (; c0 + 8 <= xa.m; c0 += 8) tile_rows<8>(packed.data(), nb, xa, c0, y, w.rows, row0, mask);
     switch (xa.m - c0) {
