@@ -83,6 +83,35 @@ struct ChunkArgs {
   int visible[kMaxQueries];  // slots of the page query i may see (> 0; a prefix)
 };
 
+// o[i][j0 .. j0 + 16 kJ) = o * corr[i] + sum_s prob[i][s] * V[c0 + s][j0 ..].
+template <int NQ, int kJ>
+inline void pv_pass(const ChunkArgs& c, const float (*prob)[16], const float* corr, int c0, int j0,
+                    int n_max) {
+  __m512 u[NQ][kJ];
+  #pragma GCC unroll 16
+  for (int i = 0; i < NQ; ++i) {
+    #pragma GCC unroll 16
+    for (int k = 0; k < kJ; ++k) u[i][k] = _mm512_mul_ps(_mm512_loadu_ps(c.o[i] + j0 + 16 * k), _mm512_set1_ps(corr[i]));
+  }
+  const float* v = c.vf + std::size_t(c0) * c.hp + j0;
+  for (int s = 0; s < n_max; ++s) {
+    __m512 vv[kJ];
+    #pragma GCC unroll 16
+    for (int k = 0; k < kJ; ++k) vv[k] = _mm512_loadu_ps(v + std::size_t(s) * c.hp + 16 * k);
+    #pragma GCC unroll 16
+    for (int i = 0; i < NQ; ++i) {
+      const __m512 p = _mm512_set1_ps(prob[i][s]);
+      #pragma GCC unroll 16
+      for (int k = 0; k < kJ; ++k) u[i][k] = _mm512_fmadd_ps(p, vv[k], u[i][k]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < NQ; ++i) {
+    #pragma GCC unroll 16
+    for (int k = 0; k < kJ; ++k) _mm512_storeu_ps(c.o[i] + j0 + 16 * k, u[i][k]);
+  }
+}
+
 // Online-softmax update of NQ query vectors with their visible slots of a page, 16
 // slots at a time. Each K/V register load feeds NQ (x chains) independent FMA chains.
 template <int NQ>
@@ -131,38 +160,18 @@ void page_chunks(const ChunkArgs& c) {
       const __m512 x = _mm512_mask_blend_ps(valid, _mm512_set1_ps(-INFINITY), _mm512_mul_ps(sum, c.scale));
       const float m_old = c.ml[i][0];
       const float m_new = std::max(m_old, _mm512_reduce_max_ps(x));
-      corr[i] = std::exp(m_old - m_new);  // 0 on the first chunk
+      // 0 on the first chunk; 1 (no call) once the running max has settled.
+      corr[i] = m_new == m_old ? 1.f : std::exp(m_old - m_new);
       const __m512 pr = exp512(_mm512_sub_ps(x, _mm512_set1_ps(m_new)));
       c.ml[i][0] = m_new;
       _mm512_storeu_ps(c.l[i], _mm512_fmadd_ps(_mm512_loadu_ps(c.l[i]), _mm512_set1_ps(corr[i]), pr));
       _mm512_store_ps(prob[i], pr);
     }
-    for (int j = 0; j < c.hp; j += 16) {
-      __m512 u0[NQ], u1[NQ];
-      #pragma GCC unroll 16
-      for (int i = 0; i < NQ; ++i) {
-        u0[i] = _mm512_mul_ps(_mm512_loadu_ps(c.o[i] + j), _mm512_set1_ps(corr[i]));
-        u1[i] = _mm512_setzero_ps();
-      }
-      const float* v = c.vf + std::size_t(c0) * c.hp + j;
-      int s = 0;
-      for (; s + 2 <= n_max; s += 2) {
-        const __m512 v0 = _mm512_loadu_ps(v + std::size_t(s) * c.hp);
-        const __m512 v1 = _mm512_loadu_ps(v + std::size_t(s + 1) * c.hp);
-        #pragma GCC unroll 16
-        for (int i = 0; i < NQ; ++i) {
-          u0[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s]), v0, u0[i]);
-          u1[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s + 1]), v1, u1[i]);
-        }
-      }
-      if (s < n_max) {
-        const __m512 v0 = _mm512_loadu_ps(v + std::size_t(s) * c.hp);
-        #pragma GCC unroll 16
-        for (int i = 0; i < NQ; ++i) u0[i] = _mm512_fmadd_ps(_mm512_set1_ps(prob[i][s]), v0, u0[i]);
-      }
-      #pragma GCC unroll 16
-      for (int i = 0; i < NQ; ++i) _mm512_storeu_ps(c.o[i] + j, _mm512_add_ps(u0[i], u1[i]));
-    }
+    // P.V: kJ 16-dim blocks per pass, so each broadcast probability feeds kJ FMAs.
+    constexpr int kJ = NQ <= 4 ? 4 : 2;
+    int j = 0;
+    for (; j + 16 * kJ <= c.hp; j += 16 * kJ) pv_pass<NQ, kJ>(c, prob, corr, c0, j, n_max);
+    for (; j < c.hp; j += 16) pv_pass<NQ, 1>(c, prob, corr, c0, j, n_max);
   }
 }
 
