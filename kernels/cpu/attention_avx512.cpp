@@ -72,7 +72,8 @@ inline void transpose_16x16(const float* src, std::size_t src_stride, float* dst
 constexpr int kMaxQueries = 8;  // query vectors updated together
 
 struct ChunkArgs {
-  const float* kt;  // [hd][sp] transposed K of the page
+  const float* kt;  // [hd][sp] transposed K of the page (transposed mode)
+  const float* kr;  // [sp][hp] K of the page, row-major (direct mode)
   const float* vf;  // [sp][hp] V of the page
   int sp, hd, hp;
   __m512 scale;
@@ -82,6 +83,40 @@ struct ChunkArgs {
   float* l[kMaxQueries];   // running sum, as 16 lane partial sums (reduced once at the end)
   int visible[kMaxQueries];  // slots of the page query i may see (> 0; a prefix)
 };
+
+// lane s = horizontal sum of v[s], for 16 vectors (46 shuffles/adds instead of 16
+// full reductions).
+inline __m512 reduce_16(const __m512 v[16]) {
+  __m512 w[8], x[4];
+  #pragma GCC unroll 16
+  for (int k = 0; k < 8; ++k)  // 256-bit half h of w[k]: 8 partials of v[2k + h]
+    w[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE));
+  #pragma GCC unroll 16
+  for (int k = 0; k < 4; ++k)  // 128-bit lane L of x[k]: 4 partials of v[4k + L]
+    x[k] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0x88),
+                         _mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0xDD));
+  const __m512 y0 = _mm512_add_ps(_mm512_unpacklo_ps(x[0], x[1]), _mm512_unpackhi_ps(x[0], x[1]));
+  const __m512 y1 = _mm512_add_ps(_mm512_unpacklo_ps(x[2], x[3]), _mm512_unpackhi_ps(x[2], x[3]));
+  // position 4L + k now holds the sum of v[4k + L]
+  const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y0, y1, 0x44), _mm512_shuffle_ps(y0, y1, 0xEE));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, z);
+}
+
+// Scores of one query against 16 row-major K rows (rows past the page end are finite
+// filler, masked later). hd must be a multiple of 16.
+inline __m512 direct_scores(const float* q, const float* kr, int hp, int hd) {
+  __m512 v[16];
+  #pragma GCC unroll 16
+  for (int s = 0; s < 16; ++s) {
+    __m512 t = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(kr + std::size_t(s) * hp));
+    for (int j = 16; j < hd; j += 16)
+      t = _mm512_fmadd_ps(_mm512_loadu_ps(q + j), _mm512_loadu_ps(kr + std::size_t(s) * hp + j), t);
+    v[s] = t;
+  }
+  return reduce_16(v);
+}
 
 // o[i][j0 .. j0 + 16 kJ) = o * corr[i] + sum_s prob[i][s] * V[c0 + s][j0 ..].
 template <int NQ, int kJ>
@@ -114,7 +149,7 @@ inline void pv_pass(const ChunkArgs& c, const float (*prob)[16], const float* co
 
 // Online-softmax update of NQ query vectors with their visible slots of a page, 16
 // slots at a time. Each K/V register load feeds NQ (x chains) independent FMA chains.
-template <int NQ>
+template <int NQ, bool kDirect>
 void page_chunks(const ChunkArgs& c) {
   constexpr int kChains = NQ <= 3 ? 4 : 2;  // enough chains in flight to hide FMA latency
   alignas(64) float prob[NQ][16];
@@ -128,7 +163,11 @@ void page_chunks(const ChunkArgs& c) {
       #pragma GCC unroll 16
       for (int k = 0; k < kChains; ++k) sc[i][k] = _mm512_setzero_ps();
     const float* kp = c.kt + c0;
-    int d = 0;
+    int d = kDirect ? c.hd : 0;  // direct mode: scores below, no transposed loop
+    if constexpr (kDirect) {
+      #pragma GCC unroll 16
+      for (int i = 0; i < NQ; ++i) sc[i][0] = direct_scores(c.q[i], c.kr + std::size_t(c0) * c.hp, c.hp, c.hd);
+    }
     for (; d + kChains <= c.hd; d += kChains) {
       #pragma GCC unroll 16
       for (int k = 0; k < kChains; ++k) {
@@ -176,9 +215,11 @@ void page_chunks(const ChunkArgs& c) {
 }
 
 using PageChunksFn = void (*)(const ChunkArgs&);
-constexpr PageChunksFn kPageChunks[kMaxQueries + 1] = {nullptr,        page_chunks<1>, page_chunks<2>,
-                                                       page_chunks<3>, page_chunks<4>, page_chunks<5>,
-                                                       page_chunks<6>, page_chunks<7>, page_chunks<8>};
+template <bool kDirect>
+constexpr PageChunksFn kPageChunks[kMaxQueries + 1] = {
+    nullptr,                      page_chunks<1, kDirect>, page_chunks<2, kDirect>,
+    page_chunks<3, kDirect>,      page_chunks<4, kDirect>, page_chunks<5, kDirect>,
+    page_chunks<6, kDirect>,      page_chunks<7, kDirect>, page_chunks<8, kDirect>};
 
 }  // namespace
 
@@ -207,6 +248,9 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
   const int num_pages = std::min(task.page_end, last_pos / ps + 1);  // later pages are in the future
   const std::size_t head_offset = std::size_t(kv_head) * ps * hd;
   const __m512 vscale = _mm512_set1_ps(a.scale);
+  // Few query vectors (decode): dot K rows directly and reduce 16 at a time, instead of
+  // transposing every page for only a handful of queries.
+  const bool direct = hd % 16 == 0 && nq <= kMaxQueries;
   for (int p = task.page_begin; p < num_pages; ++p) {
     // Only slots up to the last visible position are read (later ones may be unwritten).
     const int page_slots = std::min(ps, last_pos - p * ps + 1);
@@ -221,11 +265,14 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
         _mm512_mask_storeu_ps(krow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, ksrc + std::size_t(s) * hd + d)));
       }
     }
-    for (int s0 = 0; s0 < page_slots; s0 += 16)
-      for (int d0 = 0; d0 < hp; d0 += 16)
-        transpose_16x16(kbuf.data() + std::size_t(s0) * hp + d0, hp, kt.data() + std::size_t(d0) * sp + s0, sp);
+    if (!direct) {
+      for (int s0 = 0; s0 < page_slots; s0 += 16)
+        for (int d0 = 0; d0 < hp; d0 += 16)
+          transpose_16x16(kbuf.data() + std::size_t(s0) * hp + d0, hp, kt.data() + std::size_t(d0) * sp + s0, sp);
+    }
     // Query vectors (row, head) that see this page, batched kMaxQueries at a time.
-    ChunkArgs c{kt.data(), vf.data(), sp, hd, hp, vscale, {}, {}, {}, {}, {}};
+    ChunkArgs c{kt.data(), kbuf.data(), vf.data(), sp, hd, hp, vscale, {}, {}, {}, {}, {}};
+    const PageChunksFn* chunks = direct ? kPageChunks<true> : kPageChunks<false>;
     int n = 0;
     for (int r = r0; r < r1; ++r) {
       const int visible = std::min(page_slots, a.first_pos + r - p * ps + 1);  // causal mask
@@ -238,12 +285,12 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
         c.l[n] = lsum.data() + std::size_t(qi) * 16;
         c.visible[n] = visible;
         if (++n == kMaxQueries) {
-          kPageChunks[n](c);
+          chunks[n](c);
           n = 0;
         }
       }
     }
-    if (n > 0) kPageChunks[n](c);
+    if (n > 0) chunks[n](c);
   }
   for (int i = 0; i < nq; ++i) ml[2 * i + 1] = _mm512_reduce_add_ps(_mm512_loadu_ps(lsum.data() + std::size_t(i) * 16));
   finish_attention_task(a, task, acc.data(), hp, ml.data(), partial);
