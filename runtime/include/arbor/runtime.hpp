@@ -43,6 +43,11 @@ struct RuntimeConfig {
   std::size_t max_pinned_pages = 0;  // cap on pages pinned for pending agents; 0 = half the pool
   std::size_t max_queued_requests = 256;  // admissions beyond this are refused (out_of_memory)
   std::map<std::string, TenantOptions> tenants;  // unknown tenants get defaults on first use
+  // Testing only (fault injection): agent instance id ("researcher[2]") -> the number of
+  // its first attempts that fail at once ("injected fault"), or that never answer and so
+  // end by their timeout_ms. Empty in normal use.
+  std::map<std::string, int> fault_fail_attempts;
+  std::map<std::string, int> fault_hang_attempts;
 };
 
 struct ChatMessage {
@@ -159,7 +164,8 @@ class RunHandle {
 // A generate() call in flight (the server streams through it).
 class GenerationHandle {
  public:
-  GenerateResult wait();
+  GenerateResult wait();  // on failure: finish_reason "error", text = the error message
+  Result<GenerateResult> result();  // as wait(), with failures as errors
   void cancel();
 
   struct State;
@@ -197,6 +203,9 @@ class Runtime {
                                           std::function<void(const std::string&)> on_token = {});
 
   CacheStats cache_stats() const;
+  // Full audit of the KV cache (PrefixCache::check_invariants): "" when every invariant
+  // holds, else the first violation. O(everything); for tests and debugging.
+  std::string check_invariants() const;
   std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes = 256) const;
   const RuntimeConfig& config() const;
   std::string model_name() const;

@@ -1,0 +1,336 @@
+#include "actors/agent.hpp"
+
+#include <chrono>
+#include <optional>
+
+#include "actors/conversation.hpp"
+#include "actors/messages.hpp"
+
+namespace arbor::actors {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum class Stage { turn0, warm, children, fan_in, turns };
+
+struct AgentState {
+  std::shared_ptr<const RunEnv> env;
+  const workflows::AgentPlan* plan = nullptr;
+  caf::actor run, parent;
+  bool started = false, finished = false;
+  Clock::time_point start;
+  int attempt = 0;
+  // Per attempt:
+  Stage stage = Stage::turn0;
+  std::map<std::string, std::string> dep_outputs;  // from depends_on (kept across attempts)
+  std::map<std::string, std::string> outputs;      // dep outputs + children outputs
+  std::vector<caf::actor> children;
+  std::size_t children_pending = 0;
+  std::optional<Conversation> conv;
+  std::vector<std::int32_t> last_ids;
+  std::string last_output;
+  std::size_t next_turn = 0;
+  std::uint64_t inflight = 0;
+  std::uint64_t pin = 0;
+  AgentReport report;
+};
+
+using AgentActor = caf::stateful_actor<AgentState>;
+
+void begin_attempt(AgentActor* self);
+void advance(AgentActor* self);
+
+const std::string& prefix_text(const AgentState& s) {
+  static const std::string empty;
+  if (s.plan->prefix_id.empty()) return empty;
+  auto it = s.env->plan->prefixes.find(s.plan->prefix_id);
+  return it == s.env->plan->prefixes.end() ? empty : it->second.text;
+}
+
+Result<std::string> render(AgentActor* self, const workflows::Template& tmpl) {
+  auto& s = self->state;
+  auto ctx = workflows::make_context(*s.env->plan, *s.plan, s.outputs);
+  if (s.stage == Stage::turns) ctx.previous = s.last_output;
+  return tmpl.render(ctx);
+}
+
+// Ends the current attempt's activity: request, children, pin.
+void cleanup_attempt(AgentActor* self) {
+  auto& s = self->state;
+  if (s.inflight != 0) self->send(s.env->cache, CancelRequest{s.inflight});
+  s.inflight = 0;
+  for (auto& child : s.children) self->send_exit(child, caf::exit_reason::user_shutdown);
+  s.children.clear();
+  s.children_pending = 0;
+  if (s.pin != 0) self->send(s.env->cache, UnpinRequest{s.pin});
+  s.pin = 0;
+}
+
+void finish(AgentActor* self, const std::string& status, const std::string& error) {
+  auto& s = self->state;
+  if (s.finished) return;
+  s.finished = true;
+  cleanup_attempt(self);
+  s.report.id = s.plan->id;
+  s.report.parent = s.plan->parent_id;
+  s.report.status = status;
+  s.report.output = status == "ok" ? s.last_output : std::string();
+  s.report.error = error;
+  s.report.attempts = s.attempt;
+  if (s.started) s.report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.start).count();
+  if (s.parent) self->send(s.parent, s.report);
+  self->send(s.run, s.report);
+  self->quit();
+}
+
+void attempt_failed(AgentActor* self, const std::string& reason, bool timed_out) {
+  auto& s = self->state;
+  cleanup_attempt(self);
+  if (s.attempt <= s.plan->max_retries) {
+    begin_attempt(self);
+    return;
+  }
+  finish(self, timed_out ? "timeout" : "failed",
+         "agent '" + s.plan->id + "' failed after " + std::to_string(s.attempt) + " attempt" +
+             (s.attempt == 1 ? "" : "s") + ": " + reason);
+}
+
+SamplingParams sampling_of(const workflows::GenerationSettings& g) {
+  SamplingParams p;
+  p.max_tokens = g.max_tokens;
+  p.temperature = g.temperature;
+  p.top_p = g.top_p;
+  p.top_k = g.top_k;
+  p.seed = g.seed;
+  p.stop = g.stop;
+  return p;
+}
+
+// Sends `prompt` to the cache actor; `then` runs with a successful result of this attempt.
+void send_request(AgentActor* self, std::vector<std::int32_t> prompt, SamplingParams sampling,
+                  std::function<void(AgentActor*, SeqResult&)> then) {
+  auto& s = self->state;
+  SeqRequest req;
+  req.request_id = next_request_id();
+  req.tenant = s.env->tenant;
+  req.run_id = s.env->run_id;
+  req.tag = s.plan->id;
+  req.prompt = std::move(prompt);
+  req.sampling = std::move(sampling);
+  if (s.env->stream_tokens && req.sampling.max_tokens > 0) req.listener = s.run;
+  s.inflight = req.request_id;
+  const int attempt = s.attempt;
+  self->request(s.env->cache, caf::infinite, std::move(req))
+      .then(
+          [self, attempt, then](SeqResult& r) {
+            auto& st = self->state;
+            if (st.finished || attempt != st.attempt) return;
+            st.inflight = 0;
+            if (!r.ok) return attempt_failed(self, r.error, false);
+            if (r.finish_reason == "cancelled") return attempt_failed(self, "its request was cancelled", false);
+            st.report.prompt_tokens += r.prompt_tokens;
+            st.report.cached_tokens += r.cached_tokens;
+            st.report.computed_tokens += r.computed_tokens;
+            st.report.generated_tokens += r.generated_tokens;
+            then(self, r);
+          },
+          [self, attempt](caf::error& e) {
+            if (self->state.finished || attempt != self->state.attempt) return;
+            self->state.inflight = 0;
+            attempt_failed(self, "cache actor error: " + self->system().render(e), false);
+          });
+}
+
+void send_turn(AgentActor* self) {
+  auto& s = self->state;
+  send_request(self, s.conv->prompt(), sampling_of(s.plan->generation), [](AgentActor* self, SeqResult& r) {
+    auto& st = self->state;
+    if (st.report.ttft_ms == 0) st.report.ttft_ms = r.ttft_ms;
+    st.last_output = r.text;
+    st.last_ids = r.tokens;
+    advance(self);
+  });
+}
+
+// Starts the conversation, or continues it, with the user message `text`.
+void turn(AgentActor* self, const std::string& text) {
+  auto& s = self->state;
+  if (s.conv) {
+    s.conv->add_turn(s.last_ids, s.last_output, text);
+  } else {
+    s.conv.emplace(s.env->model->tokenizer(), *s.env->chat);
+    const std::string& prefix = prefix_text(s);
+    if (s.plan->layout == workflows::Layout::task_first)
+      s.conv->start("", prefix.empty() ? text : text + "\n\n" + prefix);
+    else
+      s.conv->start(prefix, text);
+  }
+  send_turn(self);
+}
+
+void render_and_turn(AgentActor* self, const workflows::Template& tmpl) {
+  auto text = render(self, tmpl);
+  if (!text) return finish(self, "failed", "agent '" + self->state.plan->id + "': " + text.error().message);
+  turn(self, *text);
+}
+
+std::vector<std::int32_t> prefix_ids(AgentActor* self) {
+  auto& s = self->state;
+  if (prefix_text(s).empty() || s.plan->layout == workflows::Layout::task_first) return {};
+  if (s.conv) return s.conv->system_ids();
+  Conversation c(s.env->model->tokenizer(), *s.env->chat);
+  c.start(prefix_text(s), "");
+  return c.system_ids();
+}
+
+void pin_prefix(AgentActor* self) {
+  auto& s = self->state;
+  auto ids = prefix_ids(self);
+  if (ids.empty()) return;
+  const int attempt = s.attempt;
+  self->request(s.env->cache, caf::infinite, PinRequest{s.env->tenant, s.env->run_id, std::move(ids), 1})
+      .then(
+          [self, attempt](PinReply& r) {
+            auto& st = self->state;
+            if (!r.ok) return;  // best effort: nothing cached to pin, or over the pin cap
+            if (st.finished || attempt != st.attempt || st.children_pending == 0)
+              self->send(st.env->cache, UnpinRequest{r.pin_id});
+            else
+              st.pin = r.pin_id;
+          },
+          [](caf::error&) {});
+}
+
+void spawn_children(AgentActor* self) {
+  auto& s = self->state;
+  s.stage = Stage::children;
+  pin_prefix(self);  // sent before the children exist, so it reaches the cache first
+  auto me = caf::actor_cast<caf::actor>(self);
+  for (const auto& child : s.plan->children)
+    s.children.push_back(spawn_agent(self, s.env, &child, s.run, me));
+  s.children_pending = s.children.size();
+}
+
+void warm_prefix(AgentActor* self) {
+  auto& s = self->state;
+  s.stage = Stage::warm;
+  SamplingParams prefill_only;
+  prefill_only.max_tokens = 0;
+  send_request(self, prefix_ids(self), prefill_only, [](AgentActor* self, SeqResult&) { spawn_children(self); });
+}
+
+// Moves to the next step of the execution contract after a finished turn.
+void advance(AgentActor* self) {
+  auto& s = self->state;
+  if (s.stage == Stage::turn0 && !s.plan->children.empty()) return spawn_children(self);
+  if (s.stage == Stage::children && s.plan->fan_in) {
+    s.stage = Stage::fan_in;
+    return render_and_turn(self, *s.plan->fan_in);
+  }
+  s.stage = Stage::turns;
+  if (s.next_turn < s.plan->turns.size()) return render_and_turn(self, s.plan->turns[s.next_turn++]);
+  finish(self, "ok", "");
+}
+
+void begin_attempt(AgentActor* self) {
+  auto& s = self->state;
+  ++s.attempt;
+  s.stage = Stage::turn0;
+  s.outputs = s.dep_outputs;
+  s.conv.reset();
+  s.last_ids.clear();
+  s.last_output.clear();
+  s.next_turn = 0;
+  const auto ms = std::chrono::milliseconds(s.plan->timeout_ms);
+  self->delayed_send(self, ms, timeout_atom::value, s.attempt);
+  const auto& faults = s.env->faults;
+  if (auto it = faults.fail_attempts.find(s.plan->id); it != faults.fail_attempts.end() && s.attempt <= it->second)
+    return attempt_failed(self, "injected fault on attempt " + std::to_string(s.attempt), false);
+  if (auto it = faults.hang_attempts.find(s.plan->id); it != faults.hang_attempts.end() && s.attempt <= it->second)
+    return;  // the timeout ends this attempt
+  if (s.plan->task) return render_and_turn(self, *s.plan->task);
+  if (s.plan->children.empty()) return advance(self);
+  if (s.env->warm_prefixes && !prefix_ids(self).empty()) return warm_prefix(self);
+  spawn_children(self);
+}
+
+void on_child_report(AgentActor* self, AgentReport& r) {
+  auto& s = self->state;
+  auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+  auto it = std::find(s.children.begin(), s.children.end(), sender);
+  if (s.finished || it == s.children.end()) return;  // a stale child of an earlier attempt
+  s.children.erase(it);
+  --s.children_pending;
+  if (r.status != "ok") {
+    s.attempt = s.plan->max_retries + 1;  // a child's failure is final: it used its own retries
+    return finish(self, "failed", "agent '" + s.plan->id + "' failed because sub-agent '" + r.id +
+                                      "' " + (r.status == "timeout" ? "timed out" : r.status) + ": " + r.error);
+  }
+  s.outputs[r.id] = r.output;
+  if (s.children_pending > 0) return;
+  if (s.pin != 0) self->send(s.env->cache, UnpinRequest{s.pin});
+  s.pin = 0;
+  advance(self);
+}
+
+caf::behavior agent_actor(AgentActor* self, std::shared_ptr<const RunEnv> env,
+                          const workflows::AgentPlan* plan, caf::actor run, caf::actor parent) {
+  auto& s = self->state;
+  s.env = std::move(env);
+  s.plan = plan;
+  s.run = std::move(run);
+  s.parent = std::move(parent);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    // A child that reported was removed from `children` already; this one died silently.
+    for (auto& child : st.children) {
+      if (child.address() != dm.source) continue;
+      st.attempt = st.plan->max_retries + 1;
+      return finish(self, "failed", "agent '" + st.plan->id + "' failed: a sub-agent stopped without reporting (" +
+                                        self->system().render(dm.reason) + ")");
+    }
+  });
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    finish(self, "cancelled", "agent '" + self->state.plan->id + "' was stopped: " + self->system().render(em.reason));
+  });
+  self->send(self, start_atom::value);
+  return {
+      [self](start_atom) {
+        auto& st = self->state;
+        auto go = [self] {
+          auto& st = self->state;
+          st.started = true;
+          st.start = Clock::now();
+          self->send(st.run, AgentStarted{st.plan->id});
+          begin_attempt(self);
+        };
+        if (st.plan->depends_on.empty()) return go();
+        self->request(st.run, caf::infinite, DepsRequest{st.plan->depends_on})
+            .then(
+                [self, go](DepsReply& r) {
+                  if (!r.ok) return finish(self, "failed", "agent '" + self->state.plan->id + "': " + r.error);
+                  for (std::size_t i = 0; i < r.ids.size(); ++i) self->state.dep_outputs[r.ids[i]] = r.outputs[i];
+                  go();
+                },
+                [self](caf::error& e) {
+                  finish(self, "failed", "agent '" + self->state.plan->id +
+                                             "': waiting for dependencies failed: " + self->system().render(e));
+                });
+      },
+      [self](timeout_atom, int attempt) {
+        auto& st = self->state;
+        if (st.finished || attempt != st.attempt) return;
+        attempt_failed(self, "timed out after " + std::to_string(st.plan->timeout_ms) + " ms", true);
+      },
+      [self](AgentReport& r) { on_child_report(self, r); },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_agent(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
+                       const workflows::AgentPlan* plan, caf::actor run, caf::actor parent) {
+  return spawner->spawn<caf::monitored>(agent_actor, std::move(env), plan, std::move(run), std::move(parent));
+}
+
+}  // namespace arbor::actors

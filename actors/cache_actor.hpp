@@ -1,0 +1,26 @@
+// The cache actor: one per model. The only owner of the Scheduler, and through it of
+// cache::PrefixCache (its PagePool, radix trees, pins) and model::Engine.
+//
+// Messages (see messages.hpp):
+//   SeqRequest -> SeqResult (deferred: delivered when the sequence finishes, fails or
+//       is cancelled); TokenEvent to the request's listener while it decodes.
+//   CancelRequest, CancelRun, UnpinRequest: no reply.
+//   PinRequest / PriorityRequest -> PinReply; TreeRequest -> TreeReply;
+//   (get_atom, stats_atom) -> CacheSnapshot.
+// It drives itself with (step_atom) messages while work exists, one Engine::forward per
+// step, so every other message interleaves between steps. It monitors each requester
+// and cancels a requester's sequences when it dies (no leaked page locks).
+// Spawned detached: a step blocks its own thread, never a scheduler worker.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "actors/scheduler.hpp"
+#include "common/result.hpp"
+
+namespace arbor::actors {
+
+// Builds the scheduler (engine + cache) and spawns the actor; errors from the config.
+Result<caf::actor> spawn_cache_actor(caf::actor_system& system, SchedulerConfig config);
+
+}  // namespace arbor::actors

@@ -1,0 +1,36 @@
+#include "actors/config.hpp"
+
+#include <atomic>
+
+#include "actors/messages.hpp"
+
+namespace arbor::actors {
+
+ActorConfig::ActorConfig() {
+  add_message_type<SamplingParams>("arbor.SamplingParams");
+  add_message_type<SeqRequest>("arbor.SeqRequest");
+  add_message_type<SeqResult>("arbor.SeqResult");
+  add_message_type<TokenEvent>("arbor.TokenEvent");
+  add_message_type<CancelRequest>("arbor.CancelRequest");
+  add_message_type<CancelRun>("arbor.CancelRun");
+  add_message_type<PinRequest>("arbor.PinRequest");
+  add_message_type<PinReply>("arbor.PinReply");
+  add_message_type<UnpinRequest>("arbor.UnpinRequest");
+  add_message_type<PriorityRequest>("arbor.PriorityRequest");
+  add_message_type<TenantSnapshot>("arbor.TenantSnapshot");
+  add_message_type<CacheSnapshot>("arbor.CacheSnapshot");
+  add_message_type<TreeRequest>("arbor.TreeRequest");
+  add_message_type<TreeNodeInfo>("arbor.TreeNodeInfo");
+  add_message_type<TreeReply>("arbor.TreeReply");
+  add_message_type<AgentReport>("arbor.AgentReport");
+  add_message_type<AgentStarted>("arbor.AgentStarted");
+  add_message_type<DepsRequest>("arbor.DepsRequest");
+  add_message_type<DepsReply>("arbor.DepsReply");
+}
+
+std::uint64_t next_request_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace arbor::actors

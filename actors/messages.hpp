@@ -1,0 +1,279 @@
+// Every message the actors exchange: one plain struct per message, each with a CAF
+// 0.17 inspector (see /work/shared/notes/CAF_0.17.md) and registered in
+// actors/config.hpp, so each may cross a node boundary. Errors travel as values inside
+// the replies (ok / error_code / error), never as exceptions.
+//
+// Who sends what:
+//   agent/runtime -> cache actor: SeqRequest (reply SeqResult), CancelRequest,
+//       CancelRun, PinRequest (reply PinReply), UnpinRequest, PriorityRequest
+//       (reply PinReply), TreeRequest (reply TreeReply), (get_atom, stats_atom)
+//       (reply CacheSnapshot)
+//   cache actor -> a request's listener: TokenEvent (streaming)
+//   agent -> run actor: AgentStarted, AgentReport, DepsRequest (reply DepsReply)
+//   agent -> parent agent: AgentReport
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace arbor::actors {
+
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
+
+struct SamplingParams {
+  // 0 = prefill only: compute and cache the prompt, generate nothing (cache warming).
+  std::int32_t max_tokens = 128;
+  double temperature = 0.0;
+  double top_p = 1.0;
+  std::int32_t top_k = 0;
+  std::uint64_t seed = 0;
+  std::vector<std::string> stop;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SamplingParams& x) {
+  return f(caf::meta::type_name("SamplingParams"), x.max_tokens, x.temperature, x.top_p, x.top_k,
+           x.seed, x.stop);
+}
+
+// One sequence: prefill `prompt` in `tenant`'s namespace, then generate.
+struct SeqRequest {
+  std::uint64_t request_id = 0;  // unique per runtime (next_request_id()); cancel uses it
+  std::string tenant;
+  std::string run_id;  // "" outside a workflow run; CancelRun cancels by it
+  std::string tag;     // echoed in TokenEvent (the agent id)
+  std::vector<std::int32_t> prompt;
+  SamplingParams sampling;
+  caf::actor listener;  // receives TokenEvent per decoded piece; null = no streaming
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SeqRequest& x) {
+  return f(caf::meta::type_name("SeqRequest"), x.request_id, x.tenant, x.run_id, x.tag, x.prompt,
+           x.sampling, x.listener);
+}
+
+struct SeqResult {
+  std::uint64_t request_id = 0;
+  bool ok = true;
+  std::int32_t error_code = 0;  // arbor::ErrorCode when !ok
+  std::string error;
+  std::vector<std::int32_t> tokens;  // generated ids (no end-of-generation id)
+  std::string text;                  // decoded, cut at a stop string
+  std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
+  double ttft_ms = 0, prefill_ms = 0, decode_ms = 0, queue_ms = 0;
+  std::string finish_reason;  // "stop" | "length" | "cancelled" | "prefill"
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SeqResult& x) {
+  return f(caf::meta::type_name("SeqResult"), x.request_id, x.ok, x.error_code, x.error, x.tokens,
+           x.text, x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens,
+           x.ttft_ms, x.prefill_ms, x.decode_ms, x.queue_ms, x.finish_reason);
+}
+
+struct TokenEvent {
+  std::uint64_t request_id = 0;
+  std::string tag;
+  std::int32_t token = -1;
+  std::string text;  // bytes now safe to show (never half a UTF-8 char or stop string)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
+  return f(caf::meta::type_name("TokenEvent"), x.request_id, x.tag, x.token, x.text);
+}
+
+struct CancelRequest {
+  std::uint64_t request_id = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CancelRequest& x) {
+  return f(caf::meta::type_name("CancelRequest"), x.request_id);
+}
+
+// Cancels every request and pin of a run, and refuses later ones (a run is over).
+struct CancelRun {
+  std::string run_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CancelRun& x) {
+  return f(caf::meta::type_name("CancelRun"), x.run_id);
+}
+
+// Pins the cached path of `tokens` (and, with the priority policy, raises its priority)
+// until UnpinRequest or CancelRun of `run_id`.
+struct PinRequest {
+  std::string tenant;
+  std::string run_id;
+  std::vector<std::int32_t> tokens;
+  std::int32_t priority = 1;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PinRequest& x) {
+  return f(caf::meta::type_name("PinRequest"), x.tenant, x.run_id, x.tokens, x.priority);
+}
+
+struct PinReply {
+  bool ok = false;
+  std::string error;
+  std::uint64_t pin_id = 0;
+  std::uint64_t num_tokens = 0;  // tokens covered by the pin / priority
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PinReply& x) {
+  return f(caf::meta::type_name("PinReply"), x.ok, x.error, x.pin_id, x.num_tokens);
+}
+
+struct UnpinRequest {
+  std::uint64_t pin_id = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, UnpinRequest& x) {
+  return f(caf::meta::type_name("UnpinRequest"), x.pin_id);
+}
+
+struct PriorityRequest {
+  std::string tenant;
+  std::vector<std::int32_t> tokens;
+  std::int32_t priority = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, PriorityRequest& x) {
+  return f(caf::meta::type_name("PriorityRequest"), x.tenant, x.tokens, x.priority);
+}
+
+struct TenantSnapshot {
+  std::string name;
+  std::uint64_t lookups = 0, hit_tokens = 0, miss_tokens = 0, inserted_tokens = 0, evicted_pages = 0;
+  std::uint64_t used_pages = 0, quota_pages = 0;
+  std::int32_t num_sequences = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TenantSnapshot& x) {
+  return f(caf::meta::type_name("TenantSnapshot"), x.name, x.lookups, x.hit_tokens, x.miss_tokens,
+           x.inserted_tokens, x.evicted_pages, x.used_pages, x.quota_pages, x.num_sequences);
+}
+
+// The cache actor's counters at one instant.
+struct CacheSnapshot {
+  std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
+  std::int32_t pages_total = 0, pages_used = 0, pages_free = 0, pages_locked = 0, pages_cached_idle = 0;
+  std::uint64_t evictions = 0;
+  std::int32_t live_sequences = 0, queued_requests = 0, num_pins = 0;
+  std::uint64_t pinned_pages = 0;
+  std::uint64_t num_steps = 0;
+  std::string invariant_violation;  // PrefixCache::check_invariants(); "" = clean
+  std::vector<TenantSnapshot> tenants;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CacheSnapshot& x) {
+  return f(caf::meta::type_name("CacheSnapshot"), x.prompt_tokens, x.cached_tokens,
+           x.computed_tokens, x.generated_tokens, x.pages_total, x.pages_used, x.pages_free,
+           x.pages_locked, x.pages_cached_idle, x.evictions, x.live_sequences, x.queued_requests,
+           x.num_pins, x.pinned_pages, x.num_steps, x.invariant_violation, x.tenants);
+}
+
+struct TreeRequest {
+  std::string tenant;
+  std::uint64_t max_nodes = 256;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TreeRequest& x) {
+  return f(caf::meta::type_name("TreeRequest"), x.tenant, x.max_nodes);
+}
+
+struct TreeNodeInfo {
+  std::uint64_t id = 0, parent_id = 0, num_tokens = 0, depth_tokens = 0, hit_count = 0;
+  std::int32_t lock_count = 0;
+  bool shared_namespace = false;
+  std::vector<std::int32_t> first_tokens;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TreeNodeInfo& x) {
+  return f(caf::meta::type_name("TreeNodeInfo"), x.id, x.parent_id, x.num_tokens, x.depth_tokens,
+           x.hit_count, x.lock_count, x.shared_namespace, x.first_tokens);
+}
+
+struct TreeReply {
+  bool ok = false;
+  std::string error;
+  std::vector<TreeNodeInfo> nodes;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TreeReply& x) {
+  return f(caf::meta::type_name("TreeReply"), x.ok, x.error, x.nodes);
+}
+
+// What an agent reports when it ends (to its parent and to the run).
+struct AgentReport {
+  std::string id;
+  std::string parent;
+  std::string status;  // "ok" | "failed" | "timeout" | "cancelled"
+  std::string output;
+  std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
+  std::int32_t attempts = 0;
+  double ttft_ms = 0, duration_ms = 0;
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, AgentReport& x) {
+  return f(caf::meta::type_name("AgentReport"), x.id, x.parent, x.status, x.output,
+           x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens, x.attempts,
+           x.ttft_ms, x.duration_ms, x.error);
+}
+
+struct AgentStarted {
+  std::string id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, AgentStarted& x) {
+  return f(caf::meta::type_name("AgentStarted"), x.id);
+}
+
+// Answered once every listed agent has finished (ok = all succeeded).
+struct DepsRequest {
+  std::vector<std::string> ids;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DepsRequest& x) {
+  return f(caf::meta::type_name("DepsRequest"), x.ids);
+}
+
+struct DepsReply {
+  bool ok = false;
+  std::string error;
+  std::vector<std::string> ids;  // parallel to outputs
+  std::vector<std::string> outputs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DepsReply& x) {
+  return f(caf::meta::type_name("DepsReply"), x.ok, x.error, x.ids, x.outputs);
+}
+
+// A fresh request id, unique within the process.
+std::uint64_t next_request_id();
+
+}  // namespace arbor::actors

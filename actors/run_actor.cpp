@@ -1,0 +1,152 @@
+#include "actors/run_actor.hpp"
+
+#include <chrono>
+#include <set>
+
+#include "actors/agent.hpp"
+
+namespace arbor::actors {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Waiter {
+  std::vector<std::string> ids;
+  caf::response_promise promise;
+};
+
+struct RunState {
+  std::shared_ptr<const RunEnv> env;
+  std::shared_ptr<RunSink> sink;
+  Clock::time_point start;
+  std::vector<caf::actor> roots;
+  std::set<std::string> root_ids;
+  std::map<caf::actor_addr, std::string> root_of;
+  std::size_t roots_done = 0;
+  std::map<std::string, AgentReport> reports;
+  std::vector<Waiter> waiters;
+  bool finalizing = false;
+  std::string first_error;
+};
+
+using RunActor = caf::stateful_actor<RunState>;
+
+// nullopt while some id is still running.
+std::optional<DepsReply> resolve(const RunState& s, const std::vector<std::string>& ids) {
+  DepsReply reply;
+  reply.ok = true;
+  for (const auto& id : ids) {
+    auto it = s.reports.find(id);
+    if (it == s.reports.end() || it->second.status == "cancelled") return std::nullopt;
+    if (it->second.status != "ok") {
+      reply.ok = false;
+      reply.error = "dependency '" + id + "' " + it->second.status + ": " + it->second.error;
+      return reply;
+    }
+    reply.ids.push_back(id);
+    reply.outputs.push_back(it->second.output);
+  }
+  return reply;
+}
+
+void answer_waiters(RunActor* self) {
+  auto& s = self->state;
+  std::erase_if(s.waiters, [&](Waiter& w) {
+    auto r = resolve(s, w.ids);
+    if (!r) return false;
+    w.promise.deliver(std::move(*r));
+    return true;
+  });
+}
+
+void finalize(RunActor* self, const std::string& status, const std::string& error) {
+  auto& s = self->state;
+  if (s.finalizing) return;
+  s.finalizing = true;
+  for (auto& root : s.roots) self->send_exit(root, caf::exit_reason::user_shutdown);
+  for (auto& w : s.waiters) w.promise.deliver(DepsReply{false, "the run ended (" + status + ")", {}, {}});
+  s.waiters.clear();
+  self->send(s.env->cache, CancelRun{s.env->run_id});
+  const double wall = std::chrono::duration<double, std::milli>(Clock::now() - s.start).count();
+  auto done = [self, status, error, wall](const CacheSnapshot& snap) {
+    auto& st = self->state;
+    RunEvent ev{RunEvent::Kind::run_finished, "", "", status, &snap};
+    st.sink->on_event(ev);
+    st.sink->on_finished(status, error, wall, snap);
+    self->quit();
+  };
+  self->request(s.env->cache, caf::infinite, caf::get_atom::value, stats_atom::value)
+      .then([done](CacheSnapshot& snap) { done(snap); }, [done](caf::error&) { done(CacheSnapshot{}); });
+}
+
+void on_report(RunActor* self, AgentReport& r) {
+  auto& s = self->state;
+  if (s.finalizing) return;
+  s.reports[r.id] = r;
+  s.sink->on_agent(r);
+  answer_waiters(self);
+  // Await keeps events in order: nothing else is handled until the snapshot arrives.
+  self->request(s.env->cache, caf::infinite, caf::get_atom::value, stats_atom::value)
+      .await([self, r](CacheSnapshot& snap) {
+        auto& st = self->state;
+        if (st.finalizing) return;
+        st.sink->on_event(RunEvent{RunEvent::Kind::agent_finished, r.id, r.output, r.status, &snap});
+        if (!st.root_ids.contains(r.id)) return;
+        if (r.status != "ok") return finalize(self, "failed", r.error);
+        if (++st.roots_done == st.root_ids.size()) finalize(self, "ok", "");
+      });
+}
+
+caf::behavior run_actor(RunActor* self, std::shared_ptr<RunEnv> env, std::shared_ptr<RunSink> sink) {
+  auto& s = self->state;
+  s.env = env;
+  s.sink = std::move(sink);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    auto it = st.root_of.find(dm.source);
+    // Roots report before they quit; a root that did not report crashed.
+    if (it == st.root_of.end() || st.reports.contains(it->second)) return;
+    finalize(self, "failed", "agent '" + it->second + "' stopped without reporting (" +
+                                 self->system().render(dm.reason) + ")");
+  });
+  return {
+      [self](start_atom) {
+        auto& st = self->state;
+        st.start = Clock::now();
+        st.sink->on_event(RunEvent{RunEvent::Kind::run_started, "", "", "running", nullptr});
+        if (st.env->plan->agents.empty()) return finalize(self, "ok", "");
+        for (const auto& plan : st.env->plan->agents) {
+          st.root_ids.insert(plan.id);
+          st.roots.push_back(spawn_agent(self, st.env, &plan, caf::actor_cast<caf::actor>(self), caf::actor()));
+          st.root_of[st.roots.back().address()] = plan.id;
+        }
+      },
+      [self](cancel_atom) { finalize(self, "cancelled", "the run was cancelled"); },
+      [self](AgentStarted& a) {
+        if (self->state.finalizing) return;
+        self->state.sink->on_event(RunEvent{RunEvent::Kind::agent_started, a.id, "", "running", nullptr});
+      },
+      [self](TokenEvent& t) {
+        if (self->state.finalizing) return;
+        self->state.sink->on_event(RunEvent{RunEvent::Kind::token, t.tag, t.text, "", nullptr});
+      },
+      [self](AgentReport& r) { on_report(self, r); },
+      [self](DepsRequest& d) -> caf::result<DepsReply> {
+        auto& st = self->state;
+        if (auto r = resolve(st, d.ids)) return *r;
+        if (st.finalizing) return DepsReply{false, "the run ended", {}, {}};
+        auto rp = self->make_response_promise<DepsReply>();
+        st.waiters.push_back(Waiter{d.ids, rp});
+        return rp;
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_run_actor(caf::actor_system& system, std::shared_ptr<RunEnv> env,
+                           std::shared_ptr<RunSink> sink) {
+  return system.spawn(run_actor, std::move(env), std::move(sink));
+}
+
+}  // namespace arbor::actors

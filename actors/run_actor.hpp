@@ -1,0 +1,45 @@
+// Run actor: one per workflow run. Spawns the root agents (monitored), which spawn the
+// rest; answers their depends_on waits; turns their messages into events; gathers
+// every AgentReport; supports cancel. When the run ends (every root reported, a root
+// failed, or cancel) it stops what is left, sends CancelRun to the cache actor (so no
+// request or pin of the run survives it), takes a cache snapshot, tells the sink, and
+// quits. Messages: (start_atom) once, (cancel_atom), AgentStarted, AgentReport,
+// TokenEvent, DepsRequest -> DepsReply.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+
+#include "actors/messages.hpp"
+#include "actors/run_env.hpp"
+
+namespace arbor::actors {
+
+struct RunEvent {
+  enum class Kind { run_started, agent_started, token, agent_finished, run_finished };
+  Kind kind = Kind::run_started;
+  std::string agent_id;
+  std::string text;
+  std::string status;
+  const CacheSnapshot* cache = nullptr;  // agent_finished, run_finished
+};
+
+// Receives what the run actor observes; called on the run actor's thread, one call at a
+// time, in event order.
+class RunSink {
+ public:
+  virtual ~RunSink() = default;
+  virtual void on_event(const RunEvent& event) = 0;
+  virtual void on_agent(const AgentReport& report) = 0;
+  // Last call: the run is over (status "ok" | "failed" | "cancelled").
+  virtual void on_finished(const std::string& status, const std::string& error, double wall_ms,
+                           const CacheSnapshot& cache) = 0;
+};
+
+// Spawns the run actor; send it (start_atom) to begin.
+caf::actor spawn_run_actor(caf::actor_system& system, std::shared_ptr<RunEnv> env,
+                           std::shared_ptr<RunSink> sink);
+
+}  // namespace arbor::actors

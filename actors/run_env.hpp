@@ -1,0 +1,41 @@
+// What every actor of one workflow run shares: the plan, the model's tokenizer and chat
+// template, the cache actor, ids, and test-only fault injection. Immutable once the
+// run starts, so sharing it between actors needs no locks.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "model/chat_template.hpp"
+#include "model/model.hpp"
+#include "workflows/plan.hpp"
+
+namespace arbor::actors {
+
+// Test hook (documented in runtime.hpp as RuntimeConfig::faults): makes a named agent
+// instance misbehave on its first K attempts, to exercise retries and timeouts without
+// a broken model.
+struct FaultInjection {
+  std::map<std::string, int> fail_attempts;  // agent id -> first K attempts fail at once
+  std::map<std::string, int> hang_attempts;  // agent id -> first K attempts never answer (time out)
+  bool empty() const { return fail_attempts.empty() && hang_attempts.empty(); }
+};
+
+struct RunEnv {
+  std::shared_ptr<const workflows::Plan> plan;
+  std::shared_ptr<const model::Model> model;
+  std::shared_ptr<const model::ChatTemplate> chat;
+  caf::actor cache;
+  std::string run_id;
+  std::string tenant;
+  bool stream_tokens = false;  // token events are wanted (someone listens)
+  // A parent with a shared prefix and children but no turn of its own prefills (and
+  // pins) that prefix before spawning them, so every child matches it from the cache.
+  bool warm_prefixes = true;
+  FaultInjection faults;
+};
+
+}  // namespace arbor::actors

@@ -1,0 +1,519 @@
+#include "actors/scheduler.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace arbor::actors {
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Positions whose K/V a request writes: the prompt, then every generated token but
+// the last (which is sampled, never fed back).
+std::size_t needed_tokens(const SeqRequest& r) {
+  return r.prompt.size() + std::size_t(std::max(r.sampling.max_tokens - 1, 0));
+}
+
+std::size_t common_prefix(std::span<const std::int32_t> a, std::span<const std::int32_t> b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  std::size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+SeqResult error_result(std::uint64_t id, const Error& e) {
+  SeqResult r;
+  r.request_id = id;
+  r.ok = false;
+  r.error_code = std::int32_t(e.code);
+  r.error = e.message;
+  r.finish_reason = "error";
+  return r;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {}
+Scheduler::~Scheduler() {
+  // Close what is left so the cache's destructor sees no live sequence.
+  for (auto& l : live_) cache_->close(l->seq);
+}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerConfig config) {
+  if (!config.model) return fail(ErrorCode::invalid_argument, "scheduler: no model given");
+  if (config.prefill_chunk <= 0 || config.max_step_tokens <= 0)
+    return fail(ErrorCode::invalid_argument,
+                "scheduler: prefill_chunk and max_step_tokens must be positive");
+  if (config.num_pages <= 0)
+    return fail(ErrorCode::invalid_argument, "scheduler: the KV pool has no pages; raise kv_memory_mb");
+  int threads = config.num_threads > 0 ? config.num_threads
+                                       : std::max(1, int(std::thread::hardware_concurrency()));
+  std::unique_ptr<Scheduler> s(new Scheduler(std::move(config)));
+  const auto& m = *s->config_.model;
+  s->engine_ = std::make_unique<model::Engine>(m.config(), m.weights(), threads);
+  const auto geometry = s->engine_->kv_geometry(s->config_.page_size);
+  cache::PrefixCacheConfig pc;
+  pc.num_pages = s->config_.num_pages;
+  pc.eviction = s->config_.eviction;
+  pc.max_pinned_pages = s->config_.max_pinned_pages;
+  pc.model_id = m.id();
+  if (auto ok = cache::PrefixCache::validate(geometry, pc); !ok) return std::unexpected(ok.error());
+  s->cache_ = std::make_unique<cache::PrefixCache>(geometry, pc, s->allocator_);
+  if (s->cache_->pool().num_pages() == 0)
+    return fail(ErrorCode::out_of_memory, "scheduler: could not allocate the KV pool of " +
+                                              std::to_string(pc.num_pages) + " pages; lower kv_memory_mb");
+  for (const auto& [name, tc] : s->config_.tenants)
+    if (auto t = s->cache_->add_tenant(name, tc); !t) return std::unexpected(t.error());
+  return s;
+}
+
+Result<cache::TenantId> Scheduler::tenant_id(const std::string& name) {
+  if (auto t = cache_->find_tenant(name)) return *t;
+  auto it = config_.tenants.find(name);
+  return cache_->add_tenant(name, it == config_.tenants.end() ? cache::TenantConfig{} : it->second);
+}
+
+std::optional<Error> Scheduler::never_fits(const SeqRequest& r) {
+  const auto& cfg = config_.model->config();
+  if (closed_runs_.contains(r.run_id) && !r.run_id.empty())
+    return Error{ErrorCode::cancelled, "run '" + r.run_id + "' is over; request refused"};
+  if (r.prompt.empty()) return Error{ErrorCode::invalid_argument, "empty prompt"};
+  if (r.sampling.max_tokens < 0) return Error{ErrorCode::invalid_argument, "max_tokens must be >= 0"};
+  for (auto id : r.prompt)
+    if (id < 0 || id >= cfg.vocab_size)
+      return Error{ErrorCode::invalid_argument, "token id " + std::to_string(id) + " is outside the vocabulary"};
+  const std::size_t total = r.prompt.size() + std::size_t(r.sampling.max_tokens);
+  if (total > std::size_t(cfg.context_length))
+    return Error{ErrorCode::too_long,
+                 "prompt of " + std::to_string(r.prompt.size()) + " tokens + max_tokens " +
+                     std::to_string(r.sampling.max_tokens) + " exceeds the model context of " +
+                     std::to_string(cfg.context_length) + " tokens; shorten the prompt or lower max_tokens"};
+  const std::size_t pages = std::size_t(cache_->geometry().pages_for(int(needed_tokens(r))));
+  const std::size_t pool = std::size_t(cache_->pool().num_pages());
+  if (pages > pool)
+    return Error{ErrorCode::out_of_memory,
+                 "request needs " + std::to_string(pages) + " KV pages (" +
+                     std::to_string(needed_tokens(r)) + " tokens) but the whole pool has " +
+                     std::to_string(pool) + "; raise kv_memory_mb or lower max_tokens"};
+  auto tenant = tenant_id(r.tenant);
+  if (!tenant) return tenant.error();
+  auto ts = cache_->tenant_stats(*tenant);
+  if (ts && ts->quota_pages > 0 && pages > ts->quota_pages)
+    return Error{ErrorCode::out_of_memory,
+                 "request needs " + std::to_string(pages) + " KV pages but tenant '" + r.tenant +
+                     "' has a quota of " + std::to_string(ts->quota_pages) +
+                     " pages; raise its quota_pages or lower max_tokens"};
+  if (queue_.size() >= config_.max_queued_requests)
+    return Error{ErrorCode::out_of_memory, "admission queue is full (" +
+                                               std::to_string(config_.max_queued_requests) +
+                                               " requests); retry later or raise max_queued_requests"};
+  return std::nullopt;
+}
+
+void Scheduler::submit(SeqRequest request, std::uint64_t owner, TokenFn on_token, DoneFn done) {
+  if (auto e = never_fits(request)) {
+    done(error_result(request.request_id, *e));
+    return;
+  }
+  queue_.push_back(Pending{std::move(request), owner, std::move(on_token), std::move(done), Clock::now()});
+}
+
+bool Scheduler::waits_for_leader(const SeqRequest& r, cache::TenantId tenant) const {
+  if (!config_.prefix_caching) return false;
+  const std::size_t page = std::size_t(config_.page_size);
+  const std::size_t max_match = r.sampling.max_tokens == 0 ? r.prompt.size() : r.prompt.size() - 1;
+  for (const auto& l : live_) {
+    if (l->decoding || l->tenant != tenant) continue;
+    std::span<const std::int32_t> leader(l->tokens.data(), l->prompt_len);
+    const std::size_t shared = std::min(common_prefix(r.prompt, leader), max_match) / page * page;
+    if (shared > l->committed / page * page) return true;
+  }
+  return false;
+}
+
+Scheduler::Admit Scheduler::try_admit(Pending& p) {
+  const SeqRequest& r = p.request;
+  auto tenant = tenant_id(r.tenant);
+  if (!tenant) {
+    fail_pending(p, tenant.error());
+    return Admit::failed;
+  }
+  if (waits_for_leader(r, *tenant)) return Admit::waiting;
+  auto seq = cache_->open_sequence(*tenant);
+  if (!seq) {
+    fail_pending(p, seq.error());
+    return Admit::failed;
+  }
+  std::size_t cached = 0;
+  if (config_.prefix_caching) {
+    const std::size_t max_match = r.sampling.max_tokens == 0 ? r.prompt.size() : r.prompt.size() - 1;
+    auto m = cache_->match(*seq, r.prompt, max_match);
+    if (!m) {
+      cache_->close(*seq);
+      fail_pending(p, m.error());
+      return Admit::failed;
+    }
+    cached = *m;
+  }
+  if (auto ok = cache_->reserve(*seq, needed_tokens(r)); !ok) {
+    cache_->close(*seq);
+    if (ok.error().code == ErrorCode::out_of_memory) return Admit::no_memory;
+    fail_pending(p, ok.error());
+    return Admit::failed;
+  }
+  auto l = std::make_unique<Live>();
+  l->seq = *seq;
+  l->tenant = *tenant;
+  l->tokens = r.prompt;
+  l->prompt_len = r.prompt.size();
+  l->cached = l->computed = l->committed = cached;
+  l->admitted = Clock::now();
+  model::SamplerConfig sc;
+  sc.temperature = float(r.sampling.temperature);
+  sc.top_k = r.sampling.top_k;
+  sc.top_p = float(r.sampling.top_p);
+  sc.seed = r.sampling.seed;
+  l->sampler = std::make_unique<model::Sampler>(sc);
+  model::StopConfig stop;
+  stop.end_of_generation_ids = config_.model->tokenizer().end_of_generation_ids();
+  stop.stop_strings = r.sampling.stop;
+  stop.max_tokens = r.sampling.max_tokens;
+  l->stop = std::make_unique<model::StopChecker>(std::move(stop));
+  prompt_tokens_ += l->prompt_len;
+  cached_tokens_ += cached;
+  l->p = std::move(p);
+  live_.push_back(std::move(l));
+  if (live_.back()->computed == live_.back()->prompt_len) finish(*live_.back(), "prefill");
+  return Admit::admitted;
+}
+
+void Scheduler::admit() {
+  for (;;) {
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (live_.size() >= std::size_t(config_.max_step_tokens)) break;
+      const Admit a = try_admit(*it);
+      if (a == Admit::waiting) {
+        ++it;
+        continue;
+      }
+      if (a == Admit::no_memory) break;  // FIFO: later requests wait behind it
+      it = queue_.erase(it);
+    }
+    remove_finished();
+    if (!live_.empty() || queue_.empty()) return;
+    // Nothing runs, so nothing will free pages: the head can never be admitted.
+    const auto stats = cache_->stats();
+    fail_pending(queue_.front(),
+                 Error{ErrorCode::out_of_memory,
+                       "request needs " + std::to_string(needed_tokens(queue_.front().request)) +
+                           " tokens of KV but even with nothing running only " +
+                           std::to_string(stats.pool.free_pages + stats.pool.idle_pages) + " of " +
+                           std::to_string(stats.pool.total_pages) + " pages can be freed (" +
+                           std::to_string(stats.pinned_pages) +
+                           " pinned); raise kv_memory_mb or the tenant quota"});
+    queue_.pop_front();
+  }
+}
+
+void Scheduler::step() {
+  ++num_steps_;
+  admit();
+  if (!live_.empty()) run_batch();
+  remove_finished();
+}
+
+void Scheduler::run_batch() {
+  std::vector<model::SequenceStep> steps;
+  std::vector<Live*> rows;
+  int budget = config_.max_step_tokens;
+  for (auto& l : live_) {
+    if (!l->decoding || budget <= 0) continue;
+    steps.push_back({std::span(&l->tokens.back(), 1), int(l->computed), cache_->page_table(l->seq),
+                     model::LogitsMode::last});
+    rows.push_back(l.get());
+    budget -= 1;
+  }
+  for (auto& l : live_) {
+    if (l->decoding || budget <= 0) continue;
+    const int n = std::min({config_.prefill_chunk, int(l->prompt_len - l->computed), budget});
+    if (n <= 0) continue;
+    const bool last = l->computed + std::size_t(n) == l->prompt_len && l->p.request.sampling.max_tokens > 0;
+    steps.push_back({std::span(l->tokens.data() + l->computed, std::size_t(n)), int(l->computed),
+                     cache_->page_table(l->seq), last ? model::LogitsMode::last : model::LogitsMode::none});
+    rows.push_back(l.get());
+    budget -= n;
+  }
+  if (steps.empty()) return;
+  if (auto ok = engine_->forward(steps, cache_->pool(), logits_); !ok) {
+    for (Live* l : rows) fail_live(*l, ok.error());
+    return;
+  }
+  const std::size_t vocab = std::size_t(config_.model->config().vocab_size);
+  std::size_t logits_row = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    Live& l = *rows[i];
+    l.computed += steps[i].tokens.size();
+    const bool has_logits = steps[i].logits != model::LogitsMode::none;
+    std::span<const float> row;
+    if (has_logits) row = std::span<const float>(logits_.data() + logits_row++ * vocab, vocab);
+    if (!l.decoding) {
+      computed_tokens_ += steps[i].tokens.size();
+      if (config_.prefix_caching) {
+        if (auto ok = cache_->commit(l.seq, std::span(l.tokens.data(), l.computed)); !ok) {
+          fail_live(l, ok.error());
+          continue;
+        }
+        l.committed = l.computed;
+      }
+      if (l.computed < l.prompt_len) continue;
+      if (!has_logits) {
+        finish(l, "prefill");
+        continue;
+      }
+      l.decoding = true;
+    }
+    on_token(l, l.sampler->sample(row));
+  }
+}
+
+void Scheduler::on_token(Live& l, std::int32_t token) {
+  if (token < 0) {
+    fail_live(l, Error{ErrorCode::internal, "sampler returned no token"});
+    return;
+  }
+  if (l.generated.empty() && l.first_token == Clock::time_point{}) l.first_token = Clock::now();
+  const auto& tok = config_.model->tokenizer();
+  const bool eog = tok.is_end_of_generation(token);
+  const auto reason = l.stop->push(token, eog ? std::string() : tok.token_to_piece(token));
+  if (reason != model::StopReason::end_of_generation) {
+    l.generated.push_back(token);
+    ++generated_tokens_;
+  }
+  if (l.p.on_token) {
+    std::string ready = l.stop->take_ready();
+    if (!ready.empty()) l.p.on_token(TokenEvent{l.p.request.request_id, l.p.request.tag, token, std::move(ready)});
+  }
+  if (reason == model::StopReason::none) {
+    l.tokens.push_back(token);
+    return;
+  }
+  finish(l, reason == model::StopReason::max_tokens ? "length" : "stop");
+}
+
+SeqResult Scheduler::result_of(const Live& l, const std::string& reason) const {
+  const auto now = Clock::now();
+  SeqResult r;
+  r.request_id = l.p.request.request_id;
+  r.tokens = l.generated;
+  r.text = l.stop->text();
+  r.prompt_tokens = l.prompt_len;
+  r.cached_tokens = l.cached;
+  r.computed_tokens = l.prompt_len - l.cached;
+  r.generated_tokens = l.generated.size();
+  const bool started = l.first_token != Clock::time_point{};
+  r.queue_ms = ms_between(l.p.accepted, l.admitted);
+  r.ttft_ms = started ? ms_between(l.p.accepted, l.first_token) : 0;
+  r.prefill_ms = ms_between(l.admitted, started ? l.first_token : now);
+  r.decode_ms = started ? ms_between(l.first_token, now) : 0;
+  r.finish_reason = reason;
+  return r;
+}
+
+void Scheduler::finish(Live& l, const std::string& reason) {
+  if (!l.p.done) return;  // already finished
+  if (config_.prefix_caching && l.computed > l.committed)
+    (void)cache_->commit(l.seq, std::span(l.tokens.data(), l.computed));  // best effort
+  (void)cache_->close(l.seq);
+  auto done = std::move(l.p.done);
+  l.p.done = nullptr;
+  if (l.p.on_token && reason != "cancelled") {
+    std::string rest = l.stop->take_ready();
+    if (!rest.empty()) l.p.on_token(TokenEvent{l.p.request.request_id, l.p.request.tag, -1, std::move(rest)});
+  }
+  done(result_of(l, reason));
+}
+
+void Scheduler::fail_live(Live& l, const Error& error) {
+  if (!l.p.done) return;
+  (void)cache_->close(l.seq);
+  auto done = std::move(l.p.done);
+  l.p.done = nullptr;
+  done(error_result(l.p.request.request_id, error));
+}
+
+void Scheduler::fail_pending(Pending& p, const Error& error) {
+  if (p.done) p.done(error_result(p.request.request_id, error));
+  p.done = nullptr;
+}
+
+void Scheduler::remove_finished() {
+  std::erase_if(live_, [](const std::unique_ptr<Live>& l) { return !l->p.done; });
+}
+
+void Scheduler::cancel(std::uint64_t request_id) {
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (it->request.request_id != request_id) continue;
+    SeqResult r;
+    r.request_id = request_id;
+    r.prompt_tokens = it->request.prompt.size();
+    r.finish_reason = "cancelled";
+    auto done = std::move(it->done);
+    queue_.erase(it);
+    if (done) done(std::move(r));
+    return;
+  }
+  for (auto& l : live_)
+    if (l->p.request.request_id == request_id) finish(*l, "cancelled");
+  remove_finished();
+}
+
+void Scheduler::cancel_owner(std::uint64_t owner) {
+  std::vector<std::uint64_t> ids;
+  for (const auto& p : queue_)
+    if (p.owner == owner) ids.push_back(p.request.request_id);
+  for (const auto& l : live_)
+    if (l->p.owner == owner) ids.push_back(l->p.request.request_id);
+  for (auto id : ids) cancel(id);
+}
+
+void Scheduler::cancel_run(const std::string& run_id) {
+  if (run_id.empty()) return;
+  closed_runs_.insert(run_id);
+  std::vector<std::uint64_t> ids;
+  for (const auto& p : queue_)
+    if (p.request.run_id == run_id) ids.push_back(p.request.request_id);
+  for (const auto& l : live_)
+    if (l->p.request.run_id == run_id) ids.push_back(l->p.request.request_id);
+  for (auto id : ids) cancel(id);
+  std::vector<std::uint64_t> pins;
+  for (const auto& [id, pin] : pins_)
+    if (pin.run_id == run_id) pins.push_back(id);
+  for (auto id : pins) unpin(id);
+}
+
+PinReply Scheduler::pin(const PinRequest& req) {
+  PinReply reply;
+  if (!config_.prefix_caching) {
+    reply.error = "prefix caching is off";
+    return reply;
+  }
+  if (!req.run_id.empty() && closed_runs_.contains(req.run_id)) {
+    reply.error = "run '" + req.run_id + "' is over";
+    return reply;
+  }
+  auto tenant = tenant_id(req.tenant);
+  if (!tenant) {
+    reply.error = tenant.error().message;
+    return reply;
+  }
+  auto id = cache_->pin(*tenant, req.tokens);
+  if (!id) {
+    reply.error = id.error().message;
+    return reply;
+  }
+  PinEntry entry{req.run_id, *tenant, req.tokens, false};
+  if (config_.eviction == cache::EvictionPolicyKind::priority && req.priority != 0) {
+    if (auto n = cache_->set_priority(*tenant, req.tokens, req.priority)) {
+      entry.prioritized = true;
+      reply.num_tokens = *n;
+    }
+  }
+  pins_.emplace(*id, std::move(entry));
+  reply.ok = true;
+  reply.pin_id = *id;
+  return reply;
+}
+
+void Scheduler::unpin(std::uint64_t pin_id) {
+  auto it = pins_.find(pin_id);
+  if (it == pins_.end()) return;
+  (void)cache_->unpin(pin_id);
+  if (it->second.prioritized) (void)cache_->set_priority(it->second.tenant, it->second.tokens, 0);
+  pins_.erase(it);
+}
+
+PinReply Scheduler::set_priority(const PriorityRequest& req) {
+  PinReply reply;
+  auto tenant = tenant_id(req.tenant);
+  if (!tenant) {
+    reply.error = tenant.error().message;
+    return reply;
+  }
+  auto n = cache_->set_priority(*tenant, req.tokens, req.priority);
+  if (!n) {
+    reply.error = n.error().message;
+    return reply;
+  }
+  reply.ok = true;
+  reply.num_tokens = *n;
+  return reply;
+}
+
+CacheSnapshot Scheduler::snapshot() const {
+  const auto s = cache_->stats();
+  CacheSnapshot x;
+  x.prompt_tokens = prompt_tokens_;
+  x.cached_tokens = cached_tokens_;
+  x.computed_tokens = computed_tokens_;
+  x.generated_tokens = generated_tokens_;
+  x.pages_total = s.pool.total_pages;
+  x.pages_used = s.pool.used_pages;
+  x.pages_free = s.pool.free_pages;
+  x.pages_locked = s.pool.protected_pages;
+  x.pages_cached_idle = s.pool.idle_pages;
+  x.evictions = s.total.evicted_pages;
+  x.live_sequences = int(live_.size());
+  x.queued_requests = int(queue_.size());
+  x.num_pins = s.num_pins;
+  x.pinned_pages = s.pinned_pages;
+  x.num_steps = num_steps_;
+  x.invariant_violation = cache_->check_invariants();
+  for (cache::TenantId t = 0;; ++t) {
+    auto ts = cache_->tenant_stats(t);
+    if (!ts) break;
+    TenantSnapshot tx;
+    tx.name = ts->name;
+    tx.lookups = ts->counters.lookups;
+    tx.hit_tokens = ts->counters.hit_tokens;
+    tx.miss_tokens = ts->counters.miss_tokens;
+    tx.inserted_tokens = ts->counters.inserted_tokens;
+    tx.evicted_pages = ts->counters.evicted_pages;
+    tx.used_pages = ts->used_pages;
+    tx.quota_pages = ts->quota_pages;
+    tx.num_sequences = ts->num_sequences;
+    x.tenants.push_back(std::move(tx));
+  }
+  return x;
+}
+
+TreeReply Scheduler::tree(const TreeRequest& req) const {
+  TreeReply reply;
+  auto tenant = cache_->find_tenant(req.tenant);
+  if (!tenant) {
+    reply.error = "tenant '" + req.tenant + "' has no cache yet";
+    return reply;
+  }
+  auto nodes = cache_->tree_summary(*tenant, req.max_nodes);
+  if (!nodes) {
+    reply.error = nodes.error().message;
+    return reply;
+  }
+  for (const auto& n : *nodes) {
+    TreeNodeInfo i;
+    i.id = n.id;
+    i.parent_id = n.parent_id;
+    i.num_tokens = n.num_tokens;
+    i.depth_tokens = n.depth_tokens;
+    i.hit_count = n.hit_count;
+    i.lock_count = n.lock_count;
+    i.shared_namespace = n.is_shared_namespace;
+    i.first_tokens.assign(n.first_tokens.begin(), n.first_tokens.end());
+    reply.nodes.push_back(std::move(i));
+  }
+  reply.ok = true;
+  return reply;
+}
+
+}  // namespace arbor::actors

@@ -1,0 +1,155 @@
+// Scheduler: the bridge from sequence requests to cache::PrefixCache + model::Engine.
+// The cache actor owns exactly one and calls it from its own thread only (not
+// thread-safe, no locks: concurrency comes from batching).
+//
+// Continuous batching. Each step():
+//   1. admits queued requests in FIFO order: open a sequence, match the longest cached
+//      page-aligned prefix (at most prompt_len - 1 tokens, so the last prompt token is
+//      always computed and yields logits), reserve pages for prompt + max_tokens - 1
+//      positions (the cache evicts unlocked leaves as needed).
+//      - Fan-out dedupe: a request whose prompt shares full pages with the part of a
+//        same-tenant sequence that is still being prefilled (not yet committed) stays
+//        queued until that leader has committed those pages, then matches them: a
+//        shared prefix is prefilled once, not once per sibling. It does not block
+//        the requests behind it.
+//      - Memory: if reserve fails the request stays queued (and admission stops, to
+//        keep FIFO order) until finishing sequences free pages. If nothing is running
+//        and the head still cannot be reserved, it fails (never a deadlock).
+//   2. runs ONE Engine::forward over one decode row per decoding sequence plus
+//      prefill chunks (<= prefill_chunk tokens each) of admitted sequences, within
+//      max_step_tokens;
+//   3. commits each prefill chunk's full pages (others may match them at once), samples
+//      where a prompt was finished or a decode row ran, applies stop conditions, and
+//      closes finished sequences (locks released; cached pages stay).
+// Requests that can never fit (prompt + max_tokens beyond the model context, the
+// whole pool, or the tenant quota) fail at submit with a clear error.
+// With prefix_caching off nothing is matched or committed (the baseline).
+//
+// Callbacks run synchronously inside submit/step/cancel; each request's `done` is
+// called exactly once.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "cache/page_allocator.hpp"
+#include "cache/prefix_cache.hpp"
+#include "common/result.hpp"
+#include "model/engine.hpp"
+#include "model/model.hpp"
+#include "model/sampler.hpp"
+#include "model/sampler_stop.hpp"
+
+namespace arbor::actors {
+
+struct SchedulerConfig {
+  std::shared_ptr<const model::Model> model;
+  int num_threads = 0;  // 0 = hardware threads
+  int page_size = 16;
+  int num_pages = 0;
+  cache::EvictionPolicyKind eviction = cache::EvictionPolicyKind::lru;
+  bool prefix_caching = true;
+  int prefill_chunk = 256;
+  int max_step_tokens = 1024;
+  int max_pinned_pages = 0;  // 0 = half the pool
+  std::size_t max_queued_requests = 256;
+  std::map<std::string, cache::TenantConfig> tenants;
+};
+
+class Scheduler {
+ public:
+  using TokenFn = std::function<void(const TokenEvent&)>;
+  using DoneFn = std::function<void(SeqResult)>;
+
+  // invalid_argument for a bad config (page size, pool too small for one page).
+  static Result<std::unique_ptr<Scheduler>> create(SchedulerConfig config);
+  ~Scheduler();
+
+  // Queues a request. `owner` identifies the requester (cancel_owner); `on_token` may
+  // be empty. Fails at once (done called) when the request can never be served.
+  void submit(SeqRequest request, std::uint64_t owner, TokenFn on_token, DoneFn done);
+  // Cancels a queued or live request: done gets finish_reason "cancelled" with what
+  // was generated so far. Unknown ids are ignored.
+  void cancel(std::uint64_t request_id);
+  void cancel_owner(std::uint64_t owner);
+  // Cancels the run's requests and pins and refuses its later requests.
+  void cancel_run(const std::string& run_id);
+
+  bool has_work() const { return !live_.empty() || !queue_.empty(); }
+  void step();
+
+  PinReply pin(const PinRequest& request);
+  void unpin(std::uint64_t pin_id);
+  PinReply set_priority(const PriorityRequest& request);
+  CacheSnapshot snapshot() const;
+  TreeReply tree(const TreeRequest& request) const;
+
+  const cache::PrefixCache& cache() const { return *cache_; }
+  const model::Model& model() const { return *config_.model; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    SeqRequest request;
+    std::uint64_t owner = 0;
+    TokenFn on_token;
+    DoneFn done;
+    Clock::time_point accepted;
+  };
+  struct Live {
+    Pending p;
+    cache::SeqId seq = 0;
+    cache::TenantId tenant = 0;
+    std::vector<model::TokenId> tokens;  // prompt, then generated tokens fed back
+    std::size_t prompt_len = 0, cached = 0, computed = 0, committed = 0;
+    bool decoding = false;
+    std::unique_ptr<model::Sampler> sampler;
+    std::unique_ptr<model::StopChecker> stop;
+    std::vector<std::int32_t> generated;
+    Clock::time_point admitted, first_token;
+  };
+  struct PinEntry {
+    std::string run_id;
+    cache::TenantId tenant = 0;
+    std::vector<std::int32_t> tokens;
+    bool prioritized = false;
+  };
+
+  explicit Scheduler(SchedulerConfig config);
+  Result<cache::TenantId> tenant_id(const std::string& name);
+  std::optional<Error> never_fits(const SeqRequest& request);
+  bool waits_for_leader(const SeqRequest& request, cache::TenantId tenant) const;
+  enum class Admit { admitted, waiting, no_memory, failed };
+  Admit try_admit(Pending& pending);
+  void admit();
+  void run_batch();
+  void on_token(Live& live, std::int32_t token);
+  void finish(Live& live, const std::string& reason);
+  void fail_live(Live& live, const Error& error);
+  void remove_finished();
+  SeqResult result_of(const Live& live, const std::string& reason) const;
+  static void fail_pending(Pending& pending, const Error& error);
+
+  SchedulerConfig config_;
+  std::unique_ptr<model::Engine> engine_;
+  cache::HostPageAllocator allocator_;
+  std::unique_ptr<cache::PrefixCache> cache_;
+  std::deque<Pending> queue_;
+  std::vector<std::unique_ptr<Live>> live_;  // admission order
+  std::vector<float> logits_;
+  std::map<std::uint64_t, PinEntry> pins_;
+  std::set<std::string> closed_runs_;
+  std::uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, computed_tokens_ = 0, generated_tokens_ = 0;
+  std::uint64_t num_steps_ = 0;
+};
+
+}  // namespace arbor::actors

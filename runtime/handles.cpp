@@ -1,0 +1,200 @@
+// RunHandle, GenerationHandle and the sinks their actors report into.
+#include <chrono>
+
+#include "runtime/runtime_impl.hpp"
+
+namespace arbor {
+
+const char* to_string(Event::Kind kind) {
+  switch (kind) {
+    case Event::Kind::run_started: return "run_started";
+    case Event::Kind::agent_started: return "agent_started";
+    case Event::Kind::token: return "token";
+    case Event::Kind::agent_finished: return "agent_finished";
+    case Event::Kind::run_finished: return "run_finished";
+  }
+  return "unknown";
+}
+
+CacheStats to_cache_stats(const actors::CacheSnapshot& s) {
+  CacheStats c;
+  c.prompt_tokens = s.prompt_tokens;
+  c.cached_tokens = s.cached_tokens;
+  c.computed_tokens = s.computed_tokens;
+  c.generated_tokens = s.generated_tokens;
+  c.hit_ratio = s.prompt_tokens == 0 ? 0.0 : double(s.cached_tokens) / double(s.prompt_tokens);
+  c.pages_total = s.pages_total;
+  c.pages_used = s.pages_used;
+  c.pages_free = s.pages_free;
+  c.pages_locked = s.pages_locked;
+  c.pages_cached_idle = s.pages_cached_idle;
+  c.evictions = s.evictions;
+  c.live_sequences = s.live_sequences;
+  c.queued_requests = s.queued_requests;
+  for (const auto& t : s.tenants) {
+    TenantCacheStats ts;
+    ts.lookups = t.lookups;
+    ts.hit_tokens = t.hit_tokens;
+    ts.miss_tokens = t.miss_tokens;
+    ts.inserted_tokens = t.inserted_tokens;
+    ts.evicted_pages = t.evicted_pages;
+    ts.used_pages = t.used_pages;
+    ts.quota_pages = t.quota_pages;
+    ts.num_sequences = t.num_sequences;
+    c.tenants[t.name] = ts;
+  }
+  return c;
+}
+
+AgentResult to_agent_result(const actors::AgentReport& r) {
+  AgentResult a;
+  a.id = r.id;
+  a.parent = r.parent;
+  a.status = r.status;
+  a.output = r.output;
+  a.prompt_tokens = r.prompt_tokens;
+  a.cached_tokens = r.cached_tokens;
+  a.computed_tokens = r.computed_tokens;
+  a.generated_tokens = r.generated_tokens;
+  a.attempts = r.attempts;
+  a.ttft_ms = r.ttft_ms;
+  a.duration_ms = r.duration_ms;
+  a.error = r.error;
+  return a;
+}
+
+GenerateResult to_generate_result(const actors::SeqResult& r) {
+  GenerateResult g;
+  g.text = r.text;
+  g.tokens.assign(r.tokens.begin(), r.tokens.end());
+  g.prompt_tokens = r.prompt_tokens;
+  g.cached_tokens = r.cached_tokens;
+  g.computed_tokens = r.computed_tokens;
+  g.generated_tokens = r.generated_tokens;
+  g.ttft_ms = r.ttft_ms;
+  g.prefill_ms = r.prefill_ms;
+  g.decode_ms = r.decode_ms;
+  g.finish_reason = r.finish_reason;
+  return g;
+}
+
+// --- RunHandle ---
+
+void RunHandle::State::on_event(const actors::RunEvent& e) {
+  if (!callback) return;
+  Event ev;
+  ev.kind = Event::Kind(int(e.kind));
+  ev.run_id = result.run_id;  // immutable after start
+  ev.agent_id = e.agent_id;
+  ev.text = e.text;
+  ev.status = e.status;
+  if (e.cache) ev.cache = to_cache_stats(*e.cache);
+  callback(ev);
+}
+
+void RunHandle::State::on_agent(const actors::AgentReport& report) {
+  std::lock_guard lock(mu);
+  agents[report.id] = to_agent_result(report);
+}
+
+void RunHandle::State::on_finished(const std::string& status, const std::string& error, double wall_ms,
+                                   const actors::CacheSnapshot&) {
+  {
+    std::lock_guard lock(mu);
+    result.status = status;
+    result.error = error;
+    result.wall_ms = wall_ms;
+    finished = true;
+    run_actor = nullptr;
+  }
+  cv.notify_all();
+}
+
+RunResult RunHandle::State::current() const {
+  RunResult r = result;
+  if (!finished)
+    r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  plan->visit([&](const workflows::AgentPlan& p) {
+    auto it = agents.find(p.id);
+    if (it != agents.end()) {
+      r.agents.push_back(it->second);
+      return;
+    }
+    AgentResult a;
+    a.id = p.id;
+    a.parent = p.parent_id;
+    a.status = finished && result.status == "cancelled" ? "cancelled" : "pending";
+    if (finished) a.error = "did not run to completion (run " + result.status + ")";
+    r.agents.push_back(a);
+  });
+  return r;
+}
+
+const std::string& RunHandle::id() const { return state_->result.run_id; }
+
+bool RunHandle::done() const {
+  std::lock_guard lock(state_->mu);
+  return state_->finished;
+}
+
+RunResult RunHandle::wait() {
+  std::unique_lock lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->finished; });
+  return state_->current();
+}
+
+RunResult RunHandle::snapshot() const {
+  std::lock_guard lock(state_->mu);
+  return state_->current();
+}
+
+void RunHandle::cancel() {
+  caf::actor run;
+  {
+    std::lock_guard lock(state_->mu);
+    run = state_->run_actor;
+  }
+  if (run) caf::anon_send(run, actors::cancel_atom::value);
+}
+
+// --- GenerationHandle ---
+
+void GenerationHandle::State::complete(const actors::SeqResult& r) {
+  {
+    std::lock_guard lock(mu);
+    result = r;
+    finished = true;
+    cache = nullptr;
+  }
+  cv.notify_all();
+}
+
+Result<GenerateResult> GenerationHandle::result() {
+  std::unique_lock lock(state_->mu);
+  state_->cv.wait(lock, [&] { return state_->finished; });
+  const auto& r = state_->result;
+  if (!r.ok) return fail(ErrorCode(r.error_code), r.error);
+  return to_generate_result(r);
+}
+
+GenerateResult GenerationHandle::wait() {
+  auto r = result();
+  if (r) return *r;
+  GenerateResult g;
+  g.finish_reason = "error";
+  g.text = r.error().describe();
+  return g;
+}
+
+void GenerationHandle::cancel() {
+  caf::actor cache;
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(state_->mu);
+    cache = state_->cache;
+    id = state_->request_id;
+  }
+  if (cache) caf::anon_send(cache, actors::CancelRequest{id});
+}
+
+}  // namespace arbor

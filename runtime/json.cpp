@@ -1,0 +1,72 @@
+// The JSON documents of runtime.hpp (`arbor run --json`, the server's responses).
+#include <nlohmann/json.hpp>
+
+#include "arbor/runtime.hpp"
+
+namespace arbor {
+
+std::string to_json(const RunResult& r) {
+  nlohmann::json agents = nlohmann::json::array();
+  for (const auto& a : r.agents) {
+    nlohmann::json j = {{"id", a.id},
+                        {"parent", a.parent},
+                        {"status", a.status},
+                        {"output", a.output},
+                        {"prompt_tokens", a.prompt_tokens},
+                        {"cached_tokens", a.cached_tokens},
+                        {"computed_tokens", a.computed_tokens},
+                        {"generated_tokens", a.generated_tokens},
+                        {"ttft_ms", a.ttft_ms},
+                        {"duration_ms", a.duration_ms}};
+    if (a.status != "ok" && !a.error.empty()) j["error"] = a.error;
+    agents.push_back(std::move(j));
+  }
+  nlohmann::json j = {{"run_id", r.run_id},   {"workflow", r.workflow}, {"tenant", r.tenant},
+                      {"status", r.status},   {"agents", agents},       {"wall_ms", r.wall_ms}};
+  if (!r.error.empty()) j["error"] = r.error;
+  return j.dump();
+}
+
+std::string to_json(const CacheStats& s) {
+  nlohmann::json tenants = nlohmann::json::object();
+  for (const auto& [name, t] : s.tenants)
+    tenants[name] = {{"lookups", t.lookups},
+                     {"hit_tokens", t.hit_tokens},
+                     {"miss_tokens", t.miss_tokens},
+                     {"inserted_tokens", t.inserted_tokens},
+                     {"evicted_pages", t.evicted_pages},
+                     {"used_pages", t.used_pages},
+                     {"quota_pages", t.quota_pages},
+                     {"num_sequences", t.num_sequences}};
+  nlohmann::json j = {{"prompt_tokens", s.prompt_tokens},
+                      {"cached_tokens", s.cached_tokens},
+                      {"computed_tokens", s.computed_tokens},
+                      {"generated_tokens", s.generated_tokens},
+                      {"hit_ratio", s.hit_ratio},
+                      {"pages_total", s.pages_total},
+                      {"pages_used", s.pages_used},
+                      {"pages_free", s.pages_free},
+                      {"pages_locked", s.pages_locked},
+                      {"pages_cached_idle", s.pages_cached_idle},
+                      {"evictions", s.evictions},
+                      {"live_sequences", s.live_sequences},
+                      {"queued_requests", s.queued_requests},
+                      {"tenants", tenants}};
+  return j.dump();
+}
+
+std::string to_json(const GenerateResult& r) {
+  nlohmann::json j = {{"text", r.text},
+                      {"tokens", r.tokens},
+                      {"prompt_tokens", r.prompt_tokens},
+                      {"cached_tokens", r.cached_tokens},
+                      {"computed_tokens", r.computed_tokens},
+                      {"generated_tokens", r.generated_tokens},
+                      {"ttft_ms", r.ttft_ms},
+                      {"prefill_ms", r.prefill_ms},
+                      {"decode_ms", r.decode_ms},
+                      {"finish_reason", r.finish_reason}};
+  return j.dump();
+}
+
+}  // namespace arbor

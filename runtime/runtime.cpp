@@ -1,0 +1,289 @@
+// arbor::Runtime on top of the actors: one actor system, one cache actor, one run
+// actor per workflow run, one small actor per generate() call. Blocking callers wait
+// on the handles' condition variables (or a scoped_actor), never inside an actor.
+#include <filesystem>
+#include <thread>
+
+#include "actors/cache_actor.hpp"
+#include "actors/run_env.hpp"
+#include "runtime/runtime_impl.hpp"
+#include "workflows/workflow.hpp"
+
+namespace arbor {
+namespace {
+
+Result<cache::EvictionPolicyKind> eviction_kind(const std::string& name) {
+  if (name == "lru") return cache::EvictionPolicyKind::lru;
+  if (name == "lfu") return cache::EvictionPolicyKind::lfu;
+  if (name == "workflow" || name == "priority") return cache::EvictionPolicyKind::priority;
+  return fail(ErrorCode::invalid_argument,
+              "unknown eviction policy '" + name + "'; use lru, lfu or workflow");
+}
+
+Result<void> check_config(const RuntimeConfig& c) {
+  if (c.page_size <= 0 || c.page_size > 1024)
+    return fail(ErrorCode::invalid_argument, "page_size must be in 1..1024 (got " + std::to_string(c.page_size) + ")");
+  if (c.kv_memory_mb == 0) return fail(ErrorCode::invalid_argument, "kv_memory_mb must be positive");
+  if (c.prefill_chunk <= 0 || c.max_step_tokens <= 0)
+    return fail(ErrorCode::invalid_argument, "prefill_chunk and max_step_tokens must be positive");
+  if (c.num_threads < 0) return fail(ErrorCode::invalid_argument, "num_threads must be >= 0");
+  return {};
+}
+
+// The helper actor behind start_generate: sends the request, forwards token pieces,
+// completes the handle's state, quits.
+caf::behavior generation_actor(caf::event_based_actor* self, caf::actor cache, actors::SeqRequest req,
+                               std::shared_ptr<GenerationHandle::State> state) {
+  if (state->on_token) req.listener = caf::actor_cast<caf::actor>(self);
+  self->request(cache, caf::infinite, std::move(req))
+      .then(
+          [self, state](actors::SeqResult& r) {
+            state->complete(r);
+            self->quit();
+          },
+          [self, state](caf::error& e) {
+            actors::SeqResult r;
+            r.ok = false;
+            r.error_code = int(ErrorCode::internal);
+            r.error = "cache actor: " + self->system().render(e);
+            state->complete(r);
+            self->quit();
+          });
+  return {
+      [state](actors::TokenEvent& t) { state->on_token(t.text); },
+  };
+}
+
+actors::SamplingParams sampling_of(const SamplingOptions& s) {
+  actors::SamplingParams p;
+  p.max_tokens = s.max_tokens;
+  p.temperature = s.temperature;
+  p.top_p = s.top_p;
+  p.top_k = s.top_k;
+  p.seed = s.seed;
+  p.stop = s.stop;
+  return p;
+}
+
+}  // namespace
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Runtime::~Runtime() {
+  if (impl_) impl_->shutdown();
+}
+
+void Runtime::Impl::shutdown() {
+  std::vector<std::shared_ptr<RunHandle::State>> live_runs;
+  std::vector<std::shared_ptr<GenerationHandle::State>> live_gens;
+  {
+    std::lock_guard lock(mu);
+    for (auto& w : runs)
+      if (auto s = w.lock()) live_runs.push_back(s);
+    for (auto& w : generations)
+      if (auto s = w.lock()) live_gens.push_back(s);
+  }
+  for (auto& s : live_runs) {
+    RunHandle h(s);
+    h.cancel();
+    h.wait();
+  }
+  for (auto& s : live_gens) {
+    GenerationHandle h(s);
+    h.cancel();
+    h.wait();
+  }
+  if (cache) caf::anon_send_exit(cache, caf::exit_reason::user_shutdown);
+  cache = nullptr;
+  system.reset();  // waits for every actor to finish
+  actor_config.reset();
+}
+
+Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
+  if (auto ok = check_config(config); !ok) return std::unexpected(ok.error());
+  auto eviction = eviction_kind(config.eviction);
+  if (!eviction) return std::unexpected(eviction.error());
+  if (config.model_path.empty()) config.model_path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  auto model = model::Model::load(config.model_path);
+  if (!model) return std::unexpected(model.error());
+
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->model = *model;
+  impl->chat = std::make_shared<const model::ChatTemplate>(model::ChatTemplate::from_gguf((*model)->file()));
+
+  const auto& mc = (*model)->config();
+  cache::KvGeometry geometry;
+  geometry.num_layers = mc.num_layers;
+  geometry.num_kv_heads = mc.num_kv_heads;
+  geometry.head_dim = mc.head_dim;
+  geometry.page_size = config.page_size;
+  if (!geometry.valid()) return fail(ErrorCode::unsupported, "model '" + config.model_path + "' has no valid KV shape");
+  const std::size_t num_pages = config.kv_memory_mb * 1024 * 1024 / geometry.bytes_per_page();
+  if (num_pages == 0)
+    return fail(ErrorCode::invalid_argument, "kv_memory_mb " + std::to_string(config.kv_memory_mb) +
+                                                 " holds no KV page (" + std::to_string(geometry.bytes_per_page()) +
+                                                 " bytes each); raise it");
+
+  actors::SchedulerConfig sc;
+  sc.model = impl->model;
+  sc.num_threads = config.num_threads;
+  sc.page_size = config.page_size;
+  sc.num_pages = int(num_pages);
+  sc.eviction = *eviction;
+  sc.prefix_caching = config.prefix_caching;
+  sc.prefill_chunk = config.prefill_chunk;
+  sc.max_step_tokens = config.max_step_tokens;
+  sc.max_pinned_pages = int(config.max_pinned_pages);
+  sc.max_queued_requests = config.max_queued_requests;
+  for (const auto& [name, t] : config.tenants) sc.tenants[name] = cache::TenantConfig{t.quota_pages, t.read_shared};
+
+  impl->actor_config = std::make_unique<actors::ActorConfig>();
+  impl->system = std::make_unique<caf::actor_system>(*impl->actor_config);
+  auto cache = actors::spawn_cache_actor(*impl->system, std::move(sc));
+  if (!cache) {
+    impl->system.reset();
+    return std::unexpected(cache.error());
+  }
+  impl->cache = *cache;
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+Result<RunResult> Runtime::run(const std::string& workflow_path, const std::map<std::string, std::string>& inputs) {
+  auto handle = start(workflow_path, inputs);
+  if (!handle) return std::unexpected(handle.error());
+  return handle->wait();
+}
+
+Result<RunHandle> Runtime::start(const std::string& workflow, const std::map<std::string, std::string>& inputs,
+                                 EventCallback on_event, bool is_text, std::optional<std::string> tenant_override,
+                                 const std::string& base_dir) {
+  auto plan = is_text ? workflows::load_workflow_text(workflow, base_dir, inputs)
+                      : workflows::load_workflow_file(workflow, inputs);
+  if (!plan) return fail(ErrorCode::invalid_argument, plan.error().format());
+  auto shared_plan = std::make_shared<const workflows::Plan>(std::move(*plan));
+
+  auto env = std::make_shared<actors::RunEnv>();
+  env->plan = shared_plan;
+  env->model = impl_->model;
+  env->chat = impl_->chat;
+  env->cache = impl_->cache;
+  env->tenant = tenant_override ? *tenant_override : shared_plan->tenant;
+  if (env->tenant.empty()) env->tenant = "default";
+  env->stream_tokens = bool(on_event);
+  env->faults.fail_attempts = impl_->config.fault_fail_attempts;
+  env->faults.hang_attempts = impl_->config.fault_hang_attempts;
+
+  auto state = std::make_shared<RunHandle::State>();
+  state->plan = shared_plan;
+  state->callback = std::move(on_event);
+  state->start = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(impl_->mu);
+    env->run_id = "run-" + std::to_string(impl_->next_run++);
+    std::erase_if(impl_->runs, [](const auto& w) { return w.expired(); });
+    impl_->runs.push_back(state);
+  }
+  state->result.run_id = env->run_id;
+  state->result.workflow = shared_plan->name;
+  state->result.tenant = env->tenant;
+  state->result.status = "running";
+  auto run = actors::spawn_run_actor(*impl_->system, env, state);
+  {
+    std::lock_guard lock(state->mu);
+    if (!state->finished) state->run_actor = run;
+  }
+  caf::anon_send(run, actors::start_atom::value);
+  return RunHandle(state);
+}
+
+Result<GenerateResult> Runtime::generate(const GenerateRequest& request) {
+  auto handle = start_generate(request);
+  if (!handle) return std::unexpected(handle.error());
+  return handle->result();
+}
+
+Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
+                                                 std::function<void(const std::string&)> on_token) {
+  const auto& tok = impl_->model->tokenizer();
+  actors::SeqRequest req;
+  if (request.raw_prompt) {
+    if (tok.add_bos() && tok.bos_id() >= 0) req.prompt.push_back(tok.bos_id());
+    auto ids = tok.encode(*request.raw_prompt, true);
+    req.prompt.insert(req.prompt.end(), ids.begin(), ids.end());
+  } else {
+    if (request.messages.empty())
+      return fail(ErrorCode::invalid_argument, "generate: give messages or a raw_prompt");
+    std::vector<model::ChatMessage> messages;
+    for (const auto& m : request.messages) messages.push_back({m.role, m.content});
+    const auto segments = impl_->chat->render_segments(messages, true);
+    req.prompt = model::tokenize_segments(tok, segments, tok.add_bos()).ids;
+  }
+  req.request_id = actors::next_request_id();
+  req.tenant = request.tenant.empty() ? "default" : request.tenant;
+  req.sampling = sampling_of(request.sampling);
+
+  auto state = std::make_shared<GenerationHandle::State>();
+  state->cache = impl_->cache;
+  state->request_id = req.request_id;
+  state->on_token = std::move(on_token);
+  {
+    std::lock_guard lock(impl_->mu);
+    std::erase_if(impl_->generations, [](const auto& w) { return w.expired(); });
+    impl_->generations.push_back(state);
+  }
+  impl_->system->spawn(generation_actor, impl_->cache, std::move(req), state);
+  return GenerationHandle(state);
+}
+
+CacheStats Runtime::cache_stats() const {
+  caf::scoped_actor self{*impl_->system};
+  CacheStats stats;
+  self->request(impl_->cache, caf::infinite, caf::get_atom::value, actors::stats_atom::value)
+      .receive([&](actors::CacheSnapshot& s) { stats = to_cache_stats(s); }, [](caf::error&) {});
+  return stats;
+}
+
+std::string Runtime::check_invariants() const {
+  caf::scoped_actor self{*impl_->system};
+  std::string violation = "cache actor did not answer";
+  self->request(impl_->cache, caf::infinite, caf::get_atom::value, actors::stats_atom::value)
+      .receive([&](actors::CacheSnapshot& s) { violation = s.invariant_violation; }, [](caf::error&) {});
+  return violation;
+}
+
+std::vector<CacheTreeNode> Runtime::cache_tree(const std::string& tenant, std::size_t max_nodes) const {
+  caf::scoped_actor self{*impl_->system};
+  std::vector<CacheTreeNode> out;
+  self->request(impl_->cache, caf::infinite, actors::TreeRequest{tenant, max_nodes})
+      .receive(
+          [&](actors::TreeReply& r) {
+            const auto& tok = impl_->model->tokenizer();
+            for (const auto& n : r.nodes) {
+              CacheTreeNode c;
+              c.id = n.id;
+              c.parent_id = n.parent_id;
+              c.num_tokens = n.num_tokens;
+              c.depth_tokens = n.depth_tokens;
+              c.hit_count = n.hit_count;
+              c.lock_count = n.lock_count;
+              c.shared_namespace = n.shared_namespace;
+              c.snippet = tok.decode(n.first_tokens, true);
+              out.push_back(std::move(c));
+            }
+          },
+          [](caf::error&) {});
+  return out;
+}
+
+const RuntimeConfig& Runtime::config() const { return impl_->config; }
+
+std::string Runtime::model_name() const {
+  auto name = impl_->model->file().get_string("general.name");
+  if (name && !name->empty()) return *name;
+  return std::filesystem::path(impl_->model->path()).stem().string();
+}
+
+std::size_t Runtime::context_length() const { return std::size_t(impl_->model->config().context_length); }
+
+}  // namespace arbor

@@ -1,0 +1,72 @@
+// Internals of arbor::Runtime shared by runtime/*.cpp: the handles' states (each is the
+// sink its actor reports into) and Runtime::Impl. Not a public header.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "actors/config.hpp"
+#include "actors/messages.hpp"
+#include "actors/run_actor.hpp"
+#include "arbor/runtime.hpp"
+#include "model/chat_template.hpp"
+#include "model/model.hpp"
+#include "workflows/plan.hpp"
+
+namespace arbor {
+
+CacheStats to_cache_stats(const actors::CacheSnapshot& snapshot);
+AgentResult to_agent_result(const actors::AgentReport& report);
+GenerateResult to_generate_result(const actors::SeqResult& result);
+
+// Written by the run actor (through RunSink), read by any thread.
+struct RunHandle::State : actors::RunSink {
+  std::shared_ptr<const workflows::Plan> plan;
+  EventCallback callback;
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  RunResult result;  // agents filled by build_agents()
+  std::map<std::string, AgentResult> agents;
+  caf::actor run_actor;  // reset when the run ends (no handle outlives the actor system)
+  std::chrono::steady_clock::time_point start;
+
+  void on_event(const actors::RunEvent& event) override;
+  void on_agent(const actors::AgentReport& report) override;
+  void on_finished(const std::string& status, const std::string& error, double wall_ms,
+                   const actors::CacheSnapshot& cache) override;
+  RunResult current() const;  // under mu
+};
+
+struct GenerationHandle::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  actors::SeqResult result;
+  caf::actor cache;  // reset when done
+  std::uint64_t request_id = 0;
+  std::function<void(const std::string&)> on_token;
+
+  void complete(const actors::SeqResult& r);
+};
+
+struct Runtime::Impl {
+  RuntimeConfig config;
+  std::shared_ptr<const model::Model> model;
+  std::shared_ptr<const model::ChatTemplate> chat;
+  std::unique_ptr<actors::ActorConfig> actor_config;  // outlives `system`
+  std::unique_ptr<caf::actor_system> system;
+  caf::actor cache;
+  std::mutex mu;
+  std::vector<std::weak_ptr<RunHandle::State>> runs;
+  std::vector<std::weak_ptr<GenerationHandle::State>> generations;
+  std::uint64_t next_run = 1;
+
+  void shutdown();
+};
+
+}  // namespace arbor
