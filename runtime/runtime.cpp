@@ -171,6 +171,7 @@ Result<RunHandle> Runtime::start(const std::string& workflow, const std::map<std
   env->tenant = tenant_override ? *tenant_override : shared_plan->tenant;
   if (env->tenant.empty()) env->tenant = "default";
   env->stream_tokens = bool(on_event);
+  env->warm_prefixes = impl_->config.prefix_caching;  // warming without caching is pure waste
   env->faults.fail_attempts = impl_->config.fault_fail_attempts;
   env->faults.hang_attempts = impl_->config.fault_hang_attempts;
 

@@ -1,44 +1,206 @@
-// End-to-end workflow runs on the real model (small max_tokens).
+// End-to-end workflow runs on the real model (small max_tokens). Every case ends with
+// expect_clean: no page locked, no live or queued sequence, cache invariants clean.
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
 
 #include "runtime_test_util.hpp"
 
 namespace arbor::testing {
 namespace {
 
-constexpr int kPage = 16;
+constexpr std::size_t kPage = 16;
+const std::map<std::string, std::string> kFourQuestions = {
+    {"questions", R"(["Who built the first transistor?","Why replace vacuum tubes?","What is a MOSFET?","What does Moore's law say?"])"}};
 
-TEST(RuntimeRun, ResearchTeamComputesSharedPrefixOnce) {
-  auto rt = make_runtime();
-  ASSERT_TRUE(rt);
-  const auto wf = example_with_max_tokens("research_team", 8);
-  const auto r = run_text(*rt, wf, {{"questions", R"(["Who built the first transistor?","Why replace vacuum tubes?","What is a MOSFET?","What does Moore's law say?"])"}});
+class RuntimeRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rt_ = make_runtime();
+    ASSERT_TRUE(rt_);
+  }
+  void TearDown() override {
+    if (rt_) expect_clean(*rt_);
+  }
+  std::unique_ptr<Runtime> rt_;
+};
+
+TEST_F(RuntimeRun, ResearchTeamComputesSharedPrefixOnce) {
+  const auto r = run_text(*rt_, example_with_max_tokens("research_team", 8), kFourQuestions);
   ASSERT_EQ(r.status, "ok") << to_json(r);
   ASSERT_EQ(r.agents.size(), 5u);
   const AgentResult* lead = agent(r, "lead");
   ASSERT_TRUE(lead);
-  // The lead prefilled the shared prefix once (prefill-only warm-up) before its children.
-  std::size_t prefix = 0, suffixes = 0, computed = 0;
+  std::size_t prefix = 0, computed = 0;
   for (const auto& a : r.agents) {
     EXPECT_EQ(a.status, "ok") << a.id << ": " << a.error;
     computed += a.computed_tokens;
-    if (a.id == "lead") continue;
-    EXPECT_GT(a.generated_tokens, 0u) << a.id;
-    EXPECT_FALSE(a.output.empty()) << a.id;
-    prefix = std::max(prefix, a.cached_tokens);
+    if (a.id != "lead") prefix = std::max(prefix, a.cached_tokens);
   }
   ASSERT_GT(prefix, 500u);  // the transistor document is ~1000 tokens
+  std::size_t suffixes = 0;
   for (const auto& a : r.agents) {
     if (a.id == "lead") continue;
+    EXPECT_GT(a.generated_tokens, 0u) << a.id;
     EXPECT_GE(a.cached_tokens, prefix / kPage * kPage) << a.id;
     suffixes += a.prompt_tokens - a.cached_tokens;
   }
-  const std::size_t P = prefix + kPage;  // the prefix segment, up to one partial page
-  suffixes += lead->prompt_tokens - P;
-  EXPECT_LE(computed, P + suffixes + kPage * r.agents.size()) << to_json(r);
-  std::printf("research_team(4): wall %.0f ms, computed %zu tokens, lead %s\n", r.wall_ms, computed, to_json(r).c_str());
-  std::printf("stats %s\n", to_json(rt->cache_stats()).c_str());
-  expect_clean(*rt);
+  // The lead prefilled the prefix once (P tokens, at most one page beyond `prefix`),
+  // then its fan-in turn's suffix; each researcher only its own suffix.
+  const std::size_t P = prefix + kPage;
+  EXPECT_LE(computed, P + suffixes + (lead->prompt_tokens - lead->cached_tokens - P) + kPage * r.agents.size())
+      << to_json(r);
+  EXPECT_LT(computed, 2 * P);  // computing the prefix twice would break this
+  std::printf("research_team(4 researchers, 8 tokens): wall %.0f ms, computed %zu of %zu prompt tokens\n", r.wall_ms,
+              computed, [&] { std::size_t n = 0; for (auto& a : r.agents) n += a.prompt_tokens; return n; }());
+}
+
+TEST_F(RuntimeRun, OutputsWithCachingEqualOutputsWithout) {
+  const auto wf = example_with_max_tokens("research_team", 8);
+  const auto on = run_text(*rt_, wf, kFourQuestions);
+  ASSERT_EQ(on.status, "ok") << to_json(on);
+  auto config = small_config();
+  config.prefix_caching = false;
+  auto off_rt = make_runtime(config);
+  ASSERT_TRUE(off_rt);
+  const auto off = run_text(*off_rt, wf, kFourQuestions);
+  ASSERT_EQ(off.status, "ok") << to_json(off);
+  ASSERT_EQ(on.agents.size(), off.agents.size());
+  std::size_t computed_on = 0, computed_off = 0;
+  for (std::size_t i = 0; i < on.agents.size(); ++i) {
+    EXPECT_EQ(on.agents[i].id, off.agents[i].id);
+    EXPECT_EQ(on.agents[i].output, off.agents[i].output) << on.agents[i].id;
+    EXPECT_EQ(off.agents[i].cached_tokens, 0u);
+    computed_on += on.agents[i].computed_tokens;
+    computed_off += off.agents[i].computed_tokens;
+  }
+  std::printf("cache on: %zu computed tokens, %.0f ms; cache off: %zu computed tokens, %.0f ms\n", computed_on,
+              on.wall_ms, computed_off, off.wall_ms);
+  EXPECT_LT(computed_on * 2, computed_off);
+  expect_clean(*off_rt);
+}
+
+TEST_F(RuntimeRun, NestedTeamsComplete) {
+  const auto r = run_text(*rt_, example_with_max_tokens("nested_teams", 6));
+  ASSERT_EQ(r.status, "ok") << to_json(r);
+  EXPECT_EQ(r.agents.size(), 13u);
+  const AgentResult* director = agent(r, "director");
+  ASSERT_TRUE(director);
+  for (const auto& a : r.agents) {
+    EXPECT_EQ(a.status, "ok") << a.id;
+    EXPECT_FALSE(a.output.empty()) << a.id;
+    if (a.parent.empty()) continue;
+    EXPECT_GT(a.cached_tokens, 500u) << a.id;  // every descendant reads the director's prefix
+  }
+}
+
+TEST_F(RuntimeRun, LaterTurnsReuseTheirHistory) {
+  const auto r = run_text(*rt_, example_with_max_tokens("refine_loop", 8));
+  ASSERT_EQ(r.status, "ok") << to_json(r);
+  const AgentResult* writer = agent(r, "writer");
+  const AgentResult* editor = agent(r, "editor");
+  ASSERT_TRUE(writer && editor);
+  // Three turns over a ~1000-token history: turns 2 and 3 match turn 1's prompt and
+  // reply from the cache, so the writer computes little more than one prompt.
+  EXPECT_GT(writer->prompt_tokens, 3000u);
+  EXPECT_GT(writer->cached_tokens, 2000u);
+  EXPECT_LT(writer->computed_tokens, writer->prompt_tokens / 2);
+  EXPECT_GT(editor->cached_tokens, 500u);  // same prefix, later agent
+}
+
+TEST_F(RuntimeRun, TenantsShareWithinAndNeverAcross) {
+  const auto a = run_text(*rt_, example_with_max_tokens("tenant_a", 6));
+  ASSERT_EQ(a.status, "ok") << to_json(a);
+  EXPECT_EQ(agent(a, "triage")->cached_tokens, 0u);
+  EXPECT_GT(agent(a, "reply")->cached_tokens, 200u);  // same prefix, same tenant: hit
+  const auto b = run_text(*rt_, example_with_max_tokens("tenant_b", 6));
+  ASSERT_EQ(b.status, "ok") << to_json(b);
+  EXPECT_EQ(b.tenant, "tenant-b");
+  EXPECT_EQ(agent(b, "triage")->cached_tokens, 0u);  // byte-identical prefix, other tenant: miss
+  EXPECT_GT(agent(b, "reply")->cached_tokens, 200u);
+  const auto c = run_text(*rt_, example_with_max_tokens("tenant_a", 6), {}, std::string("tenant-c"));
+  ASSERT_EQ(c.status, "ok");
+  EXPECT_EQ(c.tenant, "tenant-c");
+  EXPECT_EQ(agent(c, "triage")->cached_tokens, 0u);  // the override is a namespace of its own
+  const auto again = run_text(*rt_, example_with_max_tokens("tenant_a", 6));
+  EXPECT_GT(agent(again, "triage")->cached_tokens, 200u);  // tenant-a's own pages are still cached
+}
+
+TEST_F(RuntimeRun, InvalidWorkflowIsAnErrorWithDiagnostics) {
+  auto h = rt_->start(R"({"name": "x", "agents": [{"id": "a", "task": "{{inputs.nope}}"}]})", {}, {}, true);
+  ASSERT_FALSE(h);
+  EXPECT_EQ(h.error().code, ErrorCode::invalid_argument);
+  EXPECT_NE(h.error().message.find("nope"), std::string::npos) << h.error().message;
+  auto missing = rt_->run("/nonexistent/workflow.json");
+  EXPECT_FALSE(missing);
+}
+
+TEST_F(RuntimeRun, EventsArriveInOrderWithCacheSnapshots) {
+  std::mutex mu;
+  std::vector<Event> events;
+  auto h = rt_->start(team_workflow("events", long_system("rivers", 4), 2, 4), {},
+                      [&](const Event& e) {
+                        std::lock_guard lock(mu);
+                        events.push_back(e);
+                      },
+                      true);
+  ASSERT_TRUE(h);
+  const auto r = h->wait();
+  ASSERT_EQ(r.status, "ok") << to_json(r);
+  std::lock_guard lock(mu);
+  ASSERT_GE(events.size(), 8u);
+  EXPECT_EQ(events.front().kind, Event::Kind::run_started);
+  EXPECT_EQ(events.back().kind, Event::Kind::run_finished);
+  EXPECT_EQ(events.back().status, "ok");
+  EXPECT_EQ(events.back().cache.pages_locked, 0);
+  std::map<std::string, std::string> streamed;
+  int finished = 0;
+  for (const auto& e : events) {
+    EXPECT_EQ(e.run_id, r.run_id);
+    if (e.kind == Event::Kind::token) streamed[e.agent_id] += e.text;
+    if (e.kind == Event::Kind::agent_finished) {
+      ++finished;
+      EXPECT_GT(e.cache.pages_total, 0);
+      EXPECT_EQ(e.text, agent(r, e.agent_id)->output);
+      EXPECT_EQ(streamed[e.agent_id], e.text) << e.agent_id;  // the streamed pieces make the output
+    }
+  }
+  EXPECT_EQ(finished, 3);
+}
+
+TEST(RuntimeJson, DocumentsHaveTheDocumentedFields) {
+  RunResult r;
+  r.run_id = "run-1";
+  r.workflow = "w";
+  r.tenant = "t";
+  r.status = "failed";
+  r.agents.push_back(AgentResult{"a", "", "failed", "", 1, 2, 3, 4, 1, 5.0, 6.0, "boom"});
+  r.agents.push_back(AgentResult{"b", "a", "ok", "out", 1, 0, 1, 2, 1, 1.0, 2.0, ""});
+  const auto j = nlohmann::json::parse(to_json(r));
+  std::set<std::string> keys;
+  for (auto& [k, v] : j.items()) keys.insert(k);
+  EXPECT_EQ(keys, (std::set<std::string>{"run_id", "workflow", "tenant", "status", "agents", "wall_ms"}));
+  std::set<std::string> agent_keys;
+  for (auto& [k, v] : j["agents"][0].items()) agent_keys.insert(k);
+  EXPECT_EQ(agent_keys, (std::set<std::string>{"id", "parent", "status", "output", "prompt_tokens", "cached_tokens",
+                                               "computed_tokens", "generated_tokens", "ttft_ms", "duration_ms",
+                                               "error"}));
+  EXPECT_FALSE(j["agents"][1].contains("error"));
+  EXPECT_EQ(j["agents"][0]["generated_tokens"], 4);
+  CacheStats s;
+  s.prompt_tokens = 10;
+  s.cached_tokens = 4;
+  s.hit_ratio = 0.4;
+  s.tenants["t"].hit_tokens = 4;
+  const auto c = nlohmann::json::parse(to_json(s));
+  for (const char* k : {"prompt_tokens", "cached_tokens", "computed_tokens", "hit_ratio", "pages_total", "pages_used",
+                        "pages_locked", "evictions", "tenants"})
+    EXPECT_TRUE(c.contains(k)) << k;
+  EXPECT_EQ(c["tenants"]["t"]["hit_tokens"], 4);
+  const auto g = nlohmann::json::parse(to_json(GenerateResult{"hi", {1, 2}, 3, 0, 3, 2, 1, 1, 1, "stop"}));
+  EXPECT_EQ(g["finish_reason"], "stop");
+  EXPECT_EQ(g["tokens"].size(), 2u);
 }
 
 }  // namespace

@@ -74,3 +74,38 @@ inline void expect_clean(Runtime& rt) {
 }
 
 }  // namespace arbor::testing
+
+namespace arbor::testing {
+
+// A workflow written inline: one parent with a shared prefix (inline system text, no
+// documents) and `n` children; `extra` is spliced into the defaults object.
+inline std::string team_workflow(const std::string& name, const std::string& system, int n, int max_tokens,
+                                 const std::string& extra_defaults = "") {
+  nlohmann::json j;
+  j["name"] = name;
+  j["tenant"] = "team";
+  nlohmann::json items = nlohmann::json::array();
+  const char* topics[] = {"rivers", "mountains", "deserts", "forests", "oceans", "glaciers", "islands", "caves"};
+  for (int i = 0; i < n; ++i) items.push_back(topics[i % 8]);
+  j["inputs"]["topics"]["default"] = items;
+  j["defaults"]["generation"] = {{"max_tokens", max_tokens}, {"temperature", 0}};
+  if (!extra_defaults.empty()) j["defaults"].update(nlohmann::json::parse(extra_defaults));
+  j["prefixes"]["shared"]["system"] = system;
+  j["agents"] = nlohmann::json::array({{{"id", "boss"},
+                                        {"prefix", "shared"},
+                                        {"agents", nlohmann::json::array({{{"id", "worker"},
+                                                                           {"prefix", "shared"},
+                                                                           {"for_each", {{"input", "topics"}}},
+                                                                           {"task", "Name one fact about {{item}}."}}})},
+                                        {"fan_in", "Summarise in one line:\n{{children}}"}}});
+  return j.dump();
+}
+
+inline std::string long_system(const std::string& theme, int sentences) {
+  std::string s = "You are a helpful geography tutor. Theme: " + theme + ".";
+  for (int i = 0; i < sentences; ++i)
+    s += " Rule " + std::to_string(i + 1) + ": answer briefly and mention " + theme + " when it helps.";
+  return s;
+}
+
+}  // namespace arbor::testing
