@@ -235,9 +235,11 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
   thread_local std::vector<float> kt, vf, acc, kbuf, ml;
   thread_local std::vector<float> lsum;  // [nq][16]
   lsum.assign(std::size_t(nq) * 16, 0.f);
-  kt.assign(std::size_t(hp) * sp, 0.f);
-  vf.assign(std::size_t(sp) * hp, 0.f);
-  kbuf.assign(std::size_t(sp) * hp, 0.f);  // slots past the page's last visible one stay finite
+  // Grown zero-filled and then only ever overwritten with converted K/V, so slots past
+  // a page's last visible one always hold finite filler (no per-task memset).
+  if (kt.size() != std::size_t(hp) * sp) kt.assign(std::size_t(hp) * sp, 0.f);
+  if (vf.size() != std::size_t(sp) * hp) vf.assign(std::size_t(sp) * hp, 0.f);
+  if (kbuf.size() != std::size_t(sp) * hp) kbuf.assign(std::size_t(sp) * hp, 0.f);
   acc.assign(std::size_t(nq) * hp, 0.f);
   ml.resize(std::size_t(nq) * 2);
   for (int i = 0; i < nq; ++i) {
@@ -256,13 +258,22 @@ void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& tas
     const int page_slots = std::min(ps, last_pos - p * ps + 1);
     const std::uint16_t* ksrc = a.k_pages[p] + head_offset;
     const std::uint16_t* vsrc = a.v_pages[p] + head_offset;
-    for (int s = 0; s < page_slots; ++s) {
-      float* vrow = vf.data() + std::size_t(s) * hp;
-      float* krow = kbuf.data() + std::size_t(s) * hp;
-      for (int d = 0; d < hd; d += 16) {
-        const __mmask16 m = hd - d >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (hd - d)) - 1);
-        _mm512_mask_storeu_ps(vrow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, vsrc + std::size_t(s) * hd + d)));
-        _mm512_mask_storeu_ps(krow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, ksrc + std::size_t(s) * hd + d)));
+    if (hd == hp) {  // rows are contiguous in both the page and the buffers
+      const int total = page_slots * hd;
+      for (int i = 0; i < total; i += 16) {
+        _mm512_storeu_ps(kbuf.data() + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ksrc + i))));
+        _mm512_storeu_ps(vf.data() + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vsrc + i))));
+      }
+    } else {
+      const __mmask16 tail = __mmask16((1u << (hd % 16)) - 1);
+      for (int s = 0; s < page_slots; ++s) {
+        float* vrow = vf.data() + std::size_t(s) * hp;
+        float* krow = kbuf.data() + std::size_t(s) * hp;
+        for (int d = 0; d < hd; d += 16) {
+          const __mmask16 m = hd - d >= 16 ? __mmask16(0xFFFF) : tail;
+          _mm512_mask_storeu_ps(vrow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, vsrc + std::size_t(s) * hd + d)));
+          _mm512_mask_storeu_ps(krow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, ksrc + std::size_t(s) * hd + d)));
+        }
       }
     }
     if (!direct) {
