@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <atomic>
+#include <future>
 #include <sstream>
 #include <string>
 

@@ -1,0 +1,113 @@
+// Runtime::generate / start_generate through the shared cache actor.
+#include <gtest/gtest.h>
+
+#include "runtime_test_util.hpp"
+
+namespace arbor::testing {
+namespace {
+
+TEST(Generate, SharedSystemPromptHitsWithinATenantOnly) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  GenerateRequest req;
+  req.tenant = "acme";
+  req.messages = {{"system", long_system("rivers", 8)}, {"user", "Name a long river."}};
+  req.sampling.max_tokens = 8;
+  auto first = rt->generate(req);
+  ASSERT_TRUE(first) << first.error().describe();
+  EXPECT_EQ(first->cached_tokens, 0u);
+  EXPECT_EQ(first->computed_tokens, first->prompt_tokens);
+  EXPECT_GT(first->generated_tokens, 0u);
+  EXPECT_FALSE(first->text.empty());
+
+  req.messages[1].content = "Name a short river.";
+  auto second = rt->generate(req);
+  ASSERT_TRUE(second);
+  EXPECT_GE(second->cached_tokens, 96u);  // the system block, page-aligned
+  EXPECT_EQ(second->cached_tokens + second->computed_tokens, second->prompt_tokens);
+
+  req.tenant = "other";
+  auto third = rt->generate(req);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->cached_tokens, 0u);
+  expect_clean(*rt);
+  const auto stats = rt->cache_stats();
+  EXPECT_GT(stats.tenants.at("acme").hit_tokens, 0u);
+  EXPECT_EQ(stats.tenants.at("other").hit_tokens, 0u);
+  const auto tree = rt->cache_tree("acme");
+  ASSERT_FALSE(tree.empty());
+  EXPECT_NE(tree.front().snippet.find("<|im_start|>"), std::string::npos) << tree.front().snippet;
+  EXPECT_TRUE(rt->cache_tree("nobody").empty());
+}
+
+TEST(Generate, StreamedPiecesMakeTheTextAndStopStringsCut) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  GenerateRequest req;
+  req.messages = {{"user", "Count from one to ten in words, separated by commas."}};
+  req.sampling.max_tokens = 24;
+  std::string streamed;
+  auto h = rt->start_generate(req, [&](const std::string& piece) { streamed += piece; });
+  ASSERT_TRUE(h);
+  const auto r = h->wait();
+  EXPECT_EQ(streamed, r.text);
+  EXPECT_EQ(r.tokens.size(), r.generated_tokens);
+  ASSERT_GT(r.text.size(), 3u);
+  // Greedy is deterministic: stopping at a piece of the text cuts it there.
+  const std::string stop = r.text.substr(r.text.size() / 2, 2);
+  req.sampling.stop = {stop};
+  auto cut = rt->generate(req);
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->finish_reason, "stop");
+  EXPECT_EQ(cut->text, r.text.substr(0, r.text.find(stop)));
+  expect_clean(*rt);
+}
+
+TEST(Generate, CancelEndsAGenerationEarly) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  GenerateRequest req;
+  req.messages = {{"user", "Write a long story about a river."}};
+  req.sampling.max_tokens = 500;
+  std::promise<void> started;
+  std::atomic<bool> once{false};
+  auto h = rt->start_generate(req, [&](const std::string&) {
+    if (!once.exchange(true)) started.set_value();
+  });
+  ASSERT_TRUE(h);
+  started.get_future().wait();
+  h->cancel();
+  const auto r = h->wait();
+  EXPECT_EQ(r.finish_reason, "cancelled");
+  EXPECT_LT(r.generated_tokens, 500u);
+  expect_clean(*rt);
+}
+
+TEST(Generate, RuntimeDestructorCancelsWhatIsRunning) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  GenerateRequest req;
+  req.messages = {{"user", "Write a long story."}};
+  req.sampling.max_tokens = 2000;
+  auto g = rt->start_generate(req);
+  ASSERT_TRUE(g);
+  auto run = rt->start(team_workflow("bye", long_system("rivers", 3), 2, 400), {}, {}, true);
+  ASSERT_TRUE(run);
+  rt.reset();  // must not hang
+  EXPECT_EQ(g->wait().finish_reason, "cancelled");
+  EXPECT_EQ(run->wait().status, "cancelled");
+}
+
+TEST(Generate, BadConfigIsRejected) {
+  auto c = small_config();
+  c.eviction = "random";
+  auto r = Runtime::create(c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("lru, lfu or workflow"), std::string::npos);
+  c = small_config();
+  c.model_path = "/nonexistent.gguf";
+  EXPECT_FALSE(Runtime::create(c));
+}
+
+}  // namespace
+}  // namespace arbor::testing

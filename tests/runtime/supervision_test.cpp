@@ -1,0 +1,170 @@
+// Supervision and pressure: retries, failures naming the agent, timeouts, cancellation,
+// a pool too small for every agent at once, requests that can never fit. Every case
+// ends with no page locked and a clean cache.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "runtime_test_util.hpp"
+
+namespace arbor::testing {
+namespace {
+
+const std::map<std::string, std::string> kThree = {{"topics", R"(["rivers","mountains","deserts"])"}};
+
+RuntimeConfig with_faults(std::map<std::string, int> fail, std::map<std::string, int> hang = {}) {
+  auto c = small_config();
+  c.fault_fail_attempts = std::move(fail);
+  c.fault_hang_attempts = std::move(hang);
+  return c;
+}
+
+TEST(Supervision, InjectedFailureIsRetriedAndTheRunSucceeds) {
+  auto rt = make_runtime(with_faults({{"worker[1]", 1}}));
+  ASSERT_TRUE(rt);
+  const auto r = run_text(*rt, team_workflow("retry", long_system("rivers", 3), 3, 4, R"({"max_retries": 1})"));
+  ASSERT_EQ(r.status, "ok") << to_json(r);
+  EXPECT_EQ(agent(r, "worker[1]")->attempts, 2);
+  EXPECT_EQ(agent(r, "worker[0]")->attempts, 1);
+  EXPECT_FALSE(agent(r, "worker[1]")->output.empty());
+  expect_clean(*rt);
+}
+
+TEST(Supervision, PastMaxRetriesTheRunFailsNamingTheAgent) {
+  auto rt = make_runtime(with_faults({{"worker[2]", 5}}));
+  ASSERT_TRUE(rt);
+  const auto r = run_text(*rt, team_workflow("fail", long_system("rivers", 3), 3, 4, R"({"max_retries": 2})"));
+  EXPECT_EQ(r.status, "failed");
+  const AgentResult* w = agent(r, "worker[2]");
+  EXPECT_EQ(w->status, "failed");
+  EXPECT_EQ(w->attempts, 3);
+  EXPECT_NE(w->error.find("agent 'worker[2]' failed after 3 attempts: injected fault"), std::string::npos) << w->error;
+  EXPECT_EQ(agent(r, "boss")->status, "failed");
+  EXPECT_NE(r.error.find("worker[2]"), std::string::npos) << r.error;
+  expect_clean(*rt);
+}
+
+TEST(Supervision, TimeoutFailsCleanly) {
+  auto rt = make_runtime(with_faults({}, {{"worker[0]", 9}}));
+  ASSERT_TRUE(rt);
+  // Only the workers have the short timeout; the boss's covers its children's retries.
+  auto wf = nlohmann::json::parse(team_workflow("timeout", long_system("rivers", 3), 2, 4, R"({"max_retries": 1})"));
+  wf["agents"][0]["timeout_ms"] = 60000;
+  wf["agents"][0]["agents"][0]["timeout_ms"] = 150;
+  const auto r = run_text(*rt, wf.dump());
+  EXPECT_EQ(r.status, "failed");
+  const AgentResult* w = agent(r, "worker[0]");
+  EXPECT_EQ(w->status, "timeout");
+  EXPECT_EQ(w->attempts, 2);
+  EXPECT_NE(w->error.find("timed out after 150 ms"), std::string::npos) << w->error;
+  EXPECT_NE(r.error.find("worker[0]"), std::string::npos) << r.error;
+  expect_clean(*rt);
+}
+
+TEST(Supervision, TimeoutOfARealGenerationFailsCleanly) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  // 1 ms cannot cover a prefill of hundreds of tokens: the attempt is cut mid-flight.
+  const auto r = run_text(*rt, team_workflow("timeout", long_system("rivers", 20), 2, 24,
+                                             R"({"max_retries": 0, "timeout_ms": 1})"));
+  EXPECT_EQ(r.status, "failed");
+  EXPECT_NE(r.error.find("timed out"), std::string::npos) << r.error;
+  expect_clean(*rt);
+}
+
+TEST(Supervision, CancellationStopsGeneration) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  std::promise<void> first_token;
+  std::atomic<bool> seen{false};
+  auto h = rt->start(team_workflow("cancel", long_system("rivers", 3), 3, 400), kThree,
+                     [&](const Event& e) {
+                       if (e.kind == Event::Kind::token && !seen.exchange(true)) first_token.set_value();
+                     },
+                     true);
+  ASSERT_TRUE(h);
+  first_token.get_future().wait();
+  h->cancel();
+  const auto r = h->wait();
+  EXPECT_EQ(r.status, "cancelled");
+  EXPECT_TRUE(h->done());
+  std::size_t generated = 0;
+  for (const auto& a : r.agents) {
+    EXPECT_NE(a.status, "ok") << a.id;
+    generated += a.generated_tokens;
+  }
+  EXPECT_LT(generated, 400u);
+  expect_clean(*rt);
+  // The runtime still serves new work after a cancel.
+  const auto again = run_text(*rt, team_workflow("after", long_system("rivers", 3), 1, 4));
+  EXPECT_EQ(again.status, "ok") << to_json(again);
+  expect_clean(*rt);
+}
+
+// Pool of 14 pages (224 tokens): a worker needs 8 pages, the boss's fan-in 12, so
+// agents run one or two at a time; the rest queue and the cache evicts idle pages.
+TEST(Supervision, PoolTooSmallForAllAgentsStillCompletesEveryAgent) {
+  for (bool caching : {false, true}) {
+    SCOPED_TRACE(caching ? "caching on" : "caching off");
+    auto config = small_config();
+    config.kv_memory_mb = 5;
+    config.prefix_caching = caching;
+    auto rt = make_runtime(config);
+    ASSERT_TRUE(rt);
+    for (const char* theme : {"rivers", "mountains"}) {
+      const auto r = run_text(*rt, team_workflow(theme, long_system(theme, 6), 4, 8));
+      ASSERT_EQ(r.status, "ok") << to_json(r);
+      for (const auto& a : r.agents) EXPECT_EQ(a.status, "ok") << a.id << ": " << a.error;
+      expect_clean(*rt);
+    }
+    if (caching) EXPECT_GT(rt->cache_stats().evictions, 0u);
+  }
+}
+
+TEST(Supervision, RequestsThatCanNeverFitFailClearly) {
+  auto config = small_config();
+  config.kv_memory_mb = 4;  // 11 pages
+  auto rt = make_runtime(config);
+  ASSERT_TRUE(rt);
+  GenerateRequest big;
+  big.messages = {{"system", long_system("rivers", 30)}, {"user", "Hello"}};
+  big.sampling.max_tokens = 8;
+  auto r = rt->generate(big);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::out_of_memory);
+  EXPECT_NE(r.error().message.find("whole pool has 11"), std::string::npos) << r.error().message;
+
+  GenerateRequest tall;
+  tall.messages = {{"user", "Hello"}};
+  tall.sampling.max_tokens = int(rt->context_length()) + 1;
+  r = rt->generate(tall);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::too_long);
+  EXPECT_NE(r.error().message.find("exceeds the model context"), std::string::npos) << r.error().message;
+
+  // Inside a workflow: the agent fails with the reason, the run fails.
+  const auto run = run_text(*rt, team_workflow("huge", long_system("rivers", 30), 1, 8, R"({"max_retries": 0})"));
+  EXPECT_EQ(run.status, "failed");
+  EXPECT_NE(run.error.find("whole pool"), std::string::npos) << run.error;
+  expect_clean(*rt);
+}
+
+TEST(Supervision, TenantQuotaBoundsARequest) {
+  auto config = small_config();
+  config.tenants["small"] = TenantOptions{4, false};
+  auto rt = make_runtime(config);
+  ASSERT_TRUE(rt);
+  GenerateRequest req;
+  req.tenant = "small";
+  req.messages = {{"system", long_system("rivers", 6)}, {"user", "Hello"}};
+  req.sampling.max_tokens = 8;
+  auto r = rt->generate(req);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("quota of 4 pages"), std::string::npos) << r.error().message;
+  req.tenant = "big";
+  EXPECT_TRUE(rt->generate(req));
+  expect_clean(*rt);
+}
+
+}  // namespace
+}  // namespace arbor::testing
