@@ -1,0 +1,68 @@
+// What the HTTP server needs from the runtime, as an interface: the server's routing,
+// auth, admission, streaming and metrics are tested against a scripted fake, and run
+// in production over arbor::Runtime (make_runtime_backend).
+//
+// Contract: every method may be called from any thread. Callbacks (on_token, on_done,
+// on_event) run on backend threads; they must be short and must not block. on_done
+// is called exactly once per started generation, after its last on_token, including
+// after cancel() (finish_reason "cancelled").
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "arbor/runtime.hpp"
+#include "common/result.hpp"
+
+namespace arbor::server {
+
+// A generation in flight.
+class Generation {
+ public:
+  virtual ~Generation() = default;
+  virtual void cancel() = 0;  // idempotent; on_done follows with "cancelled"
+};
+
+// A workflow run in flight or finished.
+class RunControl {
+ public:
+  virtual ~RunControl() = default;
+  virtual std::string id() const = 0;
+  virtual bool done() const = 0;
+  virtual RunResult snapshot() const = 0;  // status "running" while in flight
+  virtual void cancel() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string model_name() const = 0;
+  virtual std::size_t context_length() const = 0;
+
+  // Errors: invalid_argument / too_long (bad request), out_of_memory (admission full).
+  virtual Result<std::shared_ptr<Generation>> start_generate(
+      const GenerateRequest& request, std::function<void(const std::string&)> on_token,
+      std::function<void(const GenerateResult&)> on_done) = 0;
+
+  // `workflow_json` is a workflow document; `tenant` replaces its tenant field.
+  // Errors: invalid_argument with every diagnostic for an invalid workflow.
+  virtual Result<std::shared_ptr<RunControl>> start_run(const std::string& workflow_json,
+                                                        const std::map<std::string, std::string>& inputs,
+                                                        EventCallback on_event, const std::string& tenant,
+                                                        const std::string& base_dir) = 0;
+  // The `arbor run --json` document of a run.
+  virtual std::string run_json(const RunResult& result) const = 0;
+
+  virtual CacheStats cache_stats() const = 0;
+  virtual std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const = 0;
+};
+
+// Adapts a Runtime (which must outlive the backend). Generations are awaited on a
+// private pool of `num_waiters` threads: the server admits at most that many at once.
+// Destroying the backend cancels what is in flight and waits for it.
+std::unique_ptr<Backend> make_runtime_backend(Runtime& runtime, int num_waiters);
+
+}  // namespace arbor::server

@@ -1,0 +1,248 @@
+#include "runtime/server/openai_api.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace arbor::server {
+namespace {
+
+using nlohmann::json;
+using Fail = std::unexpected<ApiError>;
+
+std::expected<std::string, ApiError> message_content(const json& content, const std::string& at) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_array()) {  // [{"type": "text", "text": "..."}]
+    std::string text;
+    for (std::size_t i = 0; i < content.size(); ++i) {
+      const json& part = content[i];
+      const std::string p = at + "/" + std::to_string(i);
+      if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+          !part["text"].is_string())
+        return Fail(invalid_param(p, "must be a text part {\"type\": \"text\", \"text\": \"...\"} (only text is supported)"));
+      text += part["text"].get<std::string>();
+    }
+    return text;
+  }
+  return Fail(invalid_param(at, "must be a string or an array of text parts"));
+}
+
+std::expected<std::vector<ChatMessage>, ApiError> parse_messages(const json& body) {
+  if (!body.contains("messages")) return Fail(invalid_param("/messages", "is required (an array of {role, content})"));
+  const json& m = body["messages"];
+  if (!m.is_array() || m.empty()) return Fail(invalid_param("/messages", "must be a non-empty array of {role, content}"));
+  std::vector<ChatMessage> out;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const std::string at = "/messages/" + std::to_string(i);
+    if (!m[i].is_object()) return Fail(invalid_param(at, "must be an object {role, content}"));
+    if (!m[i].contains("role") || !m[i]["role"].is_string())
+      return Fail(invalid_param(at + "/role", "is required: \"system\", \"user\" or \"assistant\""));
+    std::string role = m[i]["role"].get<std::string>();
+    if (role == "developer") role = "system";
+    if (role != "system" && role != "user" && role != "assistant")
+      return Fail(invalid_param(at + "/role", "must be \"system\", \"user\" or \"assistant\", not \"" + role + "\""));
+    if (!m[i].contains("content") || m[i]["content"].is_null())
+      return Fail(invalid_param(at + "/content", "is required"));
+    auto content = message_content(m[i]["content"], at + "/content");
+    if (!content) return Fail(content.error());
+    out.push_back({role, std::move(*content)});
+  }
+  return out;
+}
+
+std::expected<std::string, ApiError> parse_prompt(const json& body) {
+  if (!body.contains("prompt")) return Fail(invalid_param("/prompt", "is required (a string)"));
+  const json& p = body["prompt"];
+  if (p.is_string()) return p.get<std::string>();
+  if (p.is_array() && p.size() == 1 && p[0].is_string()) return p[0].get<std::string>();
+  return Fail(invalid_param("/prompt", "must be a string (or an array of exactly one string)"));
+}
+
+bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
+
+std::optional<ApiError> parse_sampling(const json& body, int cap, SamplingOptions& s) {
+  const char* max_key = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  if (present(body, max_key)) {
+    const json& v = body[max_key];
+    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > cap)
+      return invalid_param(std::string("/") + max_key, "must be an integer from 1 to " + std::to_string(cap));
+    s.max_tokens = v.get<int>();
+  } else {
+    s.max_tokens = std::min(s.max_tokens, cap);
+  }
+  auto number = [&](const char* key, double lo, double hi, bool lo_open, double& out) -> std::optional<ApiError> {
+    if (!present(body, key)) return std::nullopt;
+    const json& v = body[key];
+    const double d = v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+    if (!std::isfinite(d) || d > hi || (lo_open ? d <= lo : d < lo))
+      return invalid_param(std::string("/") + key, std::string("must be a number in ") + (lo_open ? "(" : "[") +
+                                                       std::to_string(lo).substr(0, 3) + ", " +
+                                                       std::to_string(hi).substr(0, 3) + "]");
+    out = d;
+    return std::nullopt;
+  };
+  if (auto e = number("temperature", 0, 2, false, s.temperature)) return e;
+  if (auto e = number("top_p", 0, 1, true, s.top_p)) return e;
+  if (present(body, "top_k")) {
+    const json& v = body["top_k"];
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1000000)
+      return invalid_param("/top_k", "must be a non-negative integer");
+    s.top_k = v.get<int>();
+  }
+  if (present(body, "seed")) {
+    const json& v = body["seed"];
+    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<long long>() < 0))
+      return invalid_param("/seed", "must be a non-negative integer");
+    s.seed = v.get<std::uint64_t>();
+  }
+  if (present(body, "stop")) {
+    const json& v = body["stop"];
+    std::vector<std::string> stop;
+    if (v.is_string()) {
+      stop.push_back(v.get<std::string>());
+    } else if (v.is_array() && v.size() <= 4) {
+      for (const auto& e : v) {
+        if (!e.is_string()) return invalid_param("/stop", "must be a string or an array of up to 4 strings");
+        stop.push_back(e.get<std::string>());
+      }
+    } else {
+      return invalid_param("/stop", "must be a string or an array of up to 4 strings");
+    }
+    for (const auto& st : stop)
+      if (st.empty()) return invalid_param("/stop", "must not contain an empty string");
+    s.stop = std::move(stop);
+  }
+  if (present(body, "n") && (!body["n"].is_number_integer() || body["n"].get<long long>() != 1))
+    return invalid_param("/n", "must be 1 (one choice per request is supported)");
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::expected<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat, int max_tokens_cap) {
+  if (!body.is_object()) return Fail(bad_request("invalid_request", "the request body must be a JSON object"));
+  CompletionRequest r;
+  r.chat = chat;
+  if (present(body, "model") && !body["model"].is_string()) return Fail(invalid_param("/model", "must be a string"));
+  if (chat) {
+    auto messages = parse_messages(body);
+    if (!messages) return Fail(messages.error());
+    r.generate.messages = std::move(*messages);
+  } else {
+    auto prompt = parse_prompt(body);
+    if (!prompt) return Fail(prompt.error());
+    r.generate.raw_prompt = std::move(*prompt);
+  }
+  if (auto e = parse_sampling(body, max_tokens_cap, r.generate.sampling)) return Fail(*e);
+  if (present(body, "stream")) {
+    if (!body["stream"].is_boolean()) return Fail(invalid_param("/stream", "must be true or false"));
+    r.stream = body["stream"].get<bool>();
+  }
+  if (present(body, "stream_options")) {
+    const json& o = body["stream_options"];
+    if (!o.is_object()) return Fail(invalid_param("/stream_options", "must be an object"));
+    if (o.contains("include_usage")) {
+      if (!o["include_usage"].is_boolean())
+        return Fail(invalid_param("/stream_options/include_usage", "must be true or false"));
+      r.include_usage = o["include_usage"].get<bool>();
+    }
+  }
+  return r;
+}
+
+std::string finish_reason(const GenerateResult& result) {
+  return result.finish_reason == "length" ? "length" : "stop";
+}
+
+nlohmann::ordered_json usage_json(const GenerateResult& result) {
+  nlohmann::ordered_json u;
+  u["prompt_tokens"] = result.prompt_tokens;
+  u["completion_tokens"] = result.generated_tokens;
+  u["total_tokens"] = result.prompt_tokens + result.generated_tokens;
+  u["prompt_tokens_details"] = {{"cached_tokens", result.cached_tokens}};
+  return u;
+}
+
+nlohmann::ordered_json completion_response(bool chat, const std::string& id, long created, const std::string& model,
+                                           const GenerateResult& result) {
+  nlohmann::ordered_json choice;
+  choice["index"] = 0;
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", result.text}};
+  } else {
+    choice["text"] = result.text;
+  }
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish_reason(result);
+  nlohmann::ordered_json doc;
+  doc["id"] = id;
+  doc["object"] = chat ? "chat.completion" : "text_completion";
+  doc["created"] = created;
+  doc["model"] = model;
+  doc["choices"] = nlohmann::ordered_json::array({choice});
+  doc["usage"] = usage_json(result);
+  return doc;
+}
+
+nlohmann::ordered_json completion_chunk(bool chat, const std::string& id, long created, const std::string& model,
+                                        std::string_view content, bool role, const std::string& finish) {
+  nlohmann::ordered_json choice;
+  choice["index"] = 0;
+  if (chat) {
+    nlohmann::ordered_json delta = nlohmann::ordered_json::object();
+    if (role) delta["role"] = "assistant";
+    if (!content.empty() || role) delta["content"] = std::string(content);
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = std::string(content);
+  }
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(finish);
+  nlohmann::ordered_json doc;
+  doc["id"] = id;
+  doc["object"] = chat ? "chat.completion.chunk" : "text_completion";
+  doc["created"] = created;
+  doc["model"] = model;
+  doc["choices"] = nlohmann::ordered_json::array({choice});
+  return doc;
+}
+
+std::string dump(const nlohmann::ordered_json& doc) {
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string sse_data(const nlohmann::ordered_json& doc, const std::string& event) {
+  std::string out;
+  if (!event.empty()) out += "event: " + event + "\n";
+  out += "data: " + dump(doc) + "\n\n";  // dump() never emits a raw newline
+  return out;
+}
+
+std::string Utf8Joiner::push(std::string_view piece) {
+  carry_.append(piece);
+  // Find where the last (possibly incomplete) character starts.
+  std::size_t n = carry_.size(), start = n;
+  for (std::size_t back = 1; back <= 4 && back <= n; ++back) {
+    const auto c = static_cast<unsigned char>(carry_[n - back]);
+    if ((c & 0xC0) != 0x80) {
+      start = n - back;
+      break;
+    }
+  }
+  std::size_t keep = 0;
+  if (start < n) {
+    const auto lead = static_cast<unsigned char>(carry_[start]);
+    const std::size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (n - start < need) keep = n - start;
+  }
+  std::string out = carry_.substr(0, n - keep);
+  carry_.erase(0, n - keep);
+  return out;
+}
+
+std::string Utf8Joiner::flush() {
+  std::string out = std::move(carry_);
+  carry_.clear();
+  return out;
+}
+
+}  // namespace arbor::server

@@ -1,0 +1,61 @@
+// The OpenAI-compatible wire format of /v1/chat/completions and /v1/completions:
+// request validation (every error names its JSON pointer), response and stream chunk
+// documents, and server-sent event framing. Pure functions; no I/O.
+#pragma once
+
+#include <expected>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "arbor/runtime.hpp"
+#include "runtime/server/api_error.hpp"
+
+namespace arbor::server {
+
+struct CompletionRequest {
+  bool chat = true;            // chat.completion vs text_completion
+  GenerateRequest generate;    // tenant left for the caller to set (from the API key)
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Validates a request body. Unknown fields are ignored (clients send many); known ones
+// must have the right type and range. `max_tokens_cap` bounds max_tokens.
+std::expected<CompletionRequest, ApiError> parse_completion_request(const nlohmann::json& body, bool chat,
+                                                                    int max_tokens_cap);
+
+// OpenAI finish_reason of a runtime one ("stop" | "length"; "cancelled" -> "stop").
+std::string finish_reason(const GenerateResult& result);
+
+nlohmann::ordered_json usage_json(const GenerateResult& result);
+
+// The whole (non-streaming) response.
+nlohmann::ordered_json completion_response(bool chat, const std::string& id, long created, const std::string& model,
+                                           const GenerateResult& result);
+
+// One stream chunk. `content` is the text delta; `role` is set on the first chat chunk;
+// `finish` is the finish_reason of the last chunk ("" = null).
+nlohmann::ordered_json completion_chunk(bool chat, const std::string& id, long created, const std::string& model,
+                                        std::string_view content, bool role, const std::string& finish);
+
+// "data: <json>\n\n" (and "event: <name>\n" first when `event` is set). Invalid UTF-8
+// in strings is replaced, never thrown.
+std::string sse_data(const nlohmann::ordered_json& doc, const std::string& event = "");
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+std::string dump(const nlohmann::ordered_json& doc);
+
+// Token pieces may end inside a multi-byte UTF-8 character; this holds such a tail
+// back until the rest arrives, so each delta sent is valid UTF-8.
+class Utf8Joiner {
+ public:
+  std::string push(std::string_view piece);  // the complete characters so far
+  std::string flush();                       // whatever is left (may be invalid)
+
+ private:
+  std::string carry_;
+};
+
+}  // namespace arbor::server

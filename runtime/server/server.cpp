@@ -1,0 +1,119 @@
+#include "runtime/server/server.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <list>
+#include <mutex>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "runtime/server/http_session.hpp"
+
+namespace arbor::server {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+struct Server::State {
+  State(const ServerConfig& c, Backend& backend)
+      : config(c), api(config, backend), shared{api, config}, acceptor(ioc) {}
+
+  void accept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec) {
+        if (!acceptor.is_open()) return;  // stopped
+        // Out of descriptors and the like: keep serving the connections we have.
+        return accept();
+      }
+      auto session = std::make_shared<HttpSession>(std::move(socket), shared);
+      {
+        std::lock_guard lock(sessions_mutex);
+        std::erase_if(sessions, [](const auto& w) { return w.expired(); });
+        sessions.push_back(session);
+      }
+      session->run();
+      accept();
+    });
+  }
+
+  template <class Pred>
+  bool wait_until(double seconds, Pred done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
+  ServerConfig config;
+  Api api;
+  SessionShared shared;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::vector<std::thread> threads;
+  std::mutex sessions_mutex;
+  std::list<std::weak_ptr<HttpSession>> sessions;
+  std::once_flag stop_once;
+  int port = 0;
+};
+
+Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config, Backend& backend) {
+  auto state = std::make_unique<State>(config, backend);
+  boost::system::error_code ec;
+  const auto address = net::ip::make_address(config.host, ec);
+  if (ec) return fail(ErrorCode::invalid_argument, "host '" + config.host + "' is not an IP address; use e.g. 127.0.0.1");
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(config.port));
+  auto& acceptor = state->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    return fail(ErrorCode::unsupported, "cannot listen on " + config.host + ":" + std::to_string(config.port) + ": " +
+                                            ec.message() + "; pick another --port or stop the other server");
+  state->port = acceptor.local_endpoint().port();
+  State* s = state.get();
+  s->api.set_defer([s](std::function<void()> fn) { net::post(s->ioc, std::move(fn)); });
+  s->accept();
+  for (int i = 0; i < std::max(1, config.io_threads); ++i) s->threads.emplace_back([s] { s->ioc.run(); });
+  return std::unique_ptr<Server>(new Server(std::move(state)));
+}
+
+Server::Server(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Server::~Server() { stop(); }
+
+int Server::port() const { return state_->port; }
+const std::string& Server::host() const { return state_->config.host; }
+Api& Server::api() { return state_->api; }
+
+void Server::stop() {
+  std::call_once(state_->stop_once, [s = state_.get()] {
+    net::post(s->ioc, [s] {
+      boost::system::error_code ec;
+      s->acceptor.close(ec);
+    });
+    s->shared.draining = true;
+    s->api.begin_drain();
+    if (!s->wait_until(s->config.drain_seconds, [s] { return s->api.inflight() == 0; })) {
+      if (std::getenv("ARBOR_SERVER_DEBUG")) std::fprintf(stderr, "arbor serve: cancelling %d\n", s->api.inflight());
+      s->api.cancel_all();
+      s->wait_until(30, [s] { return s->api.inflight() == 0; });
+    }
+    {
+      std::lock_guard lock(s->sessions_mutex);
+      for (auto& w : s->sessions)
+        if (auto session = w.lock()) session->close_if_idle();
+    }
+    // Streams write their last events and close; then nothing is left to run.
+    if (!s->wait_until(5, [s] { return s->shared.num_sessions == 0; }) && std::getenv("ARBOR_SERVER_DEBUG"))
+      std::fprintf(stderr, "arbor serve: %d connections still open at shutdown\n", s->shared.num_sessions.load());
+    s->ioc.stop();
+    for (auto& t : s->threads) t.join();
+  });
+}
+
+}  // namespace arbor::server

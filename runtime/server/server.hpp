@@ -1,0 +1,49 @@
+// `arbor serve`'s HTTP server: Boost.Beast over an Asio thread pool, one Api (and one
+// Backend, i.e. one Runtime) behind every connection.
+//
+//   auto server = Server::start(config, backend);   // binds config.host:config.port
+//   ... (*server)->port() ...                       // the bound port (config.port 0 = any)
+//   (*server)->stop();                              // drain, cancel, close, join
+//
+// Connections: HTTP/1.1 keep-alive; a request's header and body are read with a
+// timeout and a size limit (413); server-sent event streams are written as they are
+// produced and end with the connection. A client that disconnects while its request is
+// in flight (a stream, or a whole reply not yet sent) has its generation cancelled.
+//
+// Threads: config.io_threads run the I/O; each connection is serialised on a strand.
+// The backend must outlive the server.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/result.hpp"
+#include "runtime/server/api.hpp"
+#include "runtime/server/backend.hpp"
+#include "runtime/server/server_config.hpp"
+
+namespace arbor::server {
+
+class Server {
+ public:
+  // Errors: invalid_argument (bad host), unsupported (cannot bind/listen: port in use).
+  static Result<std::unique_ptr<Server>> start(const ServerConfig& config, Backend& backend);
+  ~Server();  // stop()
+
+  int port() const;
+  const std::string& host() const;
+  Api& api();
+
+  // Stops accepting; new requests get 503. Waits up to drain_seconds for work in
+  // flight, cancels what is left, lets streams write their end, closes connections
+  // and joins the I/O threads. Idempotent; safe from any thread but an I/O thread.
+  void stop();
+
+  struct State;
+
+ private:
+  explicit Server(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace arbor::server

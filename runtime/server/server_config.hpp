@@ -1,0 +1,54 @@
+// `arbor serve` configuration: where to listen, who may call (API key -> tenant), per
+// tenant limits, server limits, and the RuntimeConfig behind it. Read from a JSON file:
+//
+//   {"host": "127.0.0.1", "port": 8080, "admin_key": "...",
+//    "keys": {"KEY": "tenant"},
+//    "tenants": {"tenant": {"quota_pages": 0, "read_shared": false,
+//                           "max_concurrent": 16, "max_tokens": 512}},
+//    "limits": {"max_body_bytes": 1048576, "max_inflight": 64, "max_tokens": 1024,
+//               "drain_seconds": 10, "io_threads": 2, "max_runs": 256},
+//    "workflow_dir": ".",
+//    "runtime": {"model_path": "...", "num_threads": 0, "kv_memory_mb": 256, "page_size": 16,
+//                "eviction": "lru", "prefix_caching": true, "prefill_chunk": 256,
+//                "max_step_tokens": 1024, "max_queued_requests": 256}}
+//
+// Unknown keys are errors (a typo must not silently disable a limit).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "arbor/runtime.hpp"
+#include "common/result.hpp"
+
+namespace arbor::server {
+
+struct TenantLimits {
+  int max_concurrent = 0;  // generations + runs in flight at once; 0 = only the global cap
+  int max_tokens = 0;      // cap on max_tokens of one request; 0 = the global cap
+};
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;                 // 0 = any free port (tests)
+  bool auth = false;               // false: no keys, every request is `default_tenant`
+  std::string admin_key;           // sees every tenant's runs, stats, tree, metrics
+  std::string default_tenant = "default";
+  std::map<std::string, std::string> keys;  // API key -> tenant
+  std::map<std::string, TenantLimits> tenant_limits;
+  std::size_t max_body_bytes = 1 << 20;
+  int max_inflight = 64;           // generations + runs in flight, all tenants
+  int max_tokens = 1024;           // cap on a request's max_tokens
+  double drain_seconds = 10;       // on stop: wait this long, then cancel what is left
+  int io_threads = 2;
+  std::size_t max_runs = 256;      // finished runs kept for GET /v1/runs/{id}
+  std::string workflow_dir = ".";  // base directory of workflow prefix files
+  RuntimeConfig runtime;
+};
+
+// Parses a config document. Errors: invalid_argument naming the field (JSON pointer)
+// and, for malformed JSON, the line:column.
+Result<ServerConfig> parse_server_config(const std::string& text);
+Result<ServerConfig> load_server_config(const std::string& path);
+
+}  // namespace arbor::server
