@@ -1,0 +1,28 @@
+#include "runtime/cli/runtime_options.hpp"
+
+#include "runtime/cli/default_model.hpp"
+
+namespace arbor::cli {
+
+const std::vector<std::string>& runtime_option_names() {
+  static const std::vector<std::string> names = {"model", "threads", "kv-mem", "page-size", "eviction", "no-cache"};
+  return names;
+}
+
+bool runtime_config_from(const Args& args, RuntimeConfig& config, std::string* error) {
+  config.model_path = args.get("model", default_model_path());
+  config.num_threads = int(args.get_int("threads", 0, error));
+  config.kv_memory_mb = std::size_t(args.get_int("kv-mem", long(config.kv_memory_mb), error));
+  config.page_size = int(args.get_int("page-size", config.page_size, error));
+  config.eviction = args.get("eviction", config.eviction);
+  config.prefix_caching = !args.has("no-cache");
+  if (!error->empty()) return false;
+  if (config.num_threads < 0) *error = "--threads must be >= 0 (0 = all cores)";
+  else if (config.kv_memory_mb < 1) *error = "--kv-mem must be at least 1 (MB)";
+  else if (config.page_size < 1 || config.page_size > 1024) *error = "--page-size must be in 1..1024";
+  else if (config.eviction != "lru" && config.eviction != "lfu" && config.eviction != "workflow")
+    *error = "--eviction must be lru, lfu or workflow, got '" + config.eviction + "'";
+  return error->empty();
+}
+
+}  // namespace arbor::cli
