@@ -1,0 +1,211 @@
+// The scheduler alone (no actors), on the real model: continuous batching, fan-out
+// dedupe, caching on == off, memory pressure, never-fit errors, cancel, pins.
+#include "actors/scheduler.hpp"
+
+#include <gtest/gtest.h>
+
+#include "actors/conversation.hpp"
+#include "actors_test_util.hpp"
+
+namespace arbor::actors {
+namespace {
+
+using testing::real_chat;
+using testing::real_model;
+constexpr std::size_t kPage = 16;
+
+SchedulerConfig config(int num_pages = 256, bool caching = true) {
+  SchedulerConfig c;
+  c.model = real_model();
+  c.num_threads = 2;
+  c.num_pages = num_pages;
+  c.prefix_caching = caching;
+  c.prefill_chunk = 64;  // several chunks per prompt: exercises commit-per-chunk
+  return c;
+}
+
+std::vector<std::int32_t> chat_prompt(const std::string& system, const std::string& user) {
+  Conversation c(real_model()->tokenizer(), real_chat());
+  c.start(system, user);
+  return c.prompt();
+}
+
+std::string shared_system() {
+  std::string s = "You are a careful assistant for a team of researchers.";
+  for (int i = 0; i < 12; ++i) s += " Guideline " + std::to_string(i) + ": keep answers short and factual.";
+  return s;
+}
+
+struct Harness {
+  std::unique_ptr<Scheduler> s;
+  std::map<std::uint64_t, SeqResult> results;
+  std::map<std::uint64_t, std::string> streamed;
+
+  explicit Harness(SchedulerConfig c) {
+    auto r = Scheduler::create(std::move(c));
+    EXPECT_TRUE(r) << r.error().message;
+    s = std::move(*r);
+  }
+  std::uint64_t submit(std::vector<std::int32_t> prompt, int max_tokens, std::string tenant = "t",
+                       std::string run = "") {
+    SeqRequest req;
+    req.request_id = next_request_id();
+    req.tenant = std::move(tenant);
+    req.run_id = std::move(run);
+    req.prompt = std::move(prompt);
+    req.sampling.max_tokens = max_tokens;
+    const auto id = req.request_id;
+    s->submit(std::move(req), 1, [this](const TokenEvent& e) { streamed[e.request_id] += e.text; },
+              [this](SeqResult r) { results[r.request_id] = std::move(r); });
+    return id;
+  }
+  void drain() {
+    for (int i = 0; i < 10000 && s->has_work(); ++i) s->step();
+    EXPECT_FALSE(s->has_work());
+  }
+  void expect_clean() {
+    const auto snap = s->snapshot();
+    EXPECT_EQ(snap.pages_locked, 0);
+    EXPECT_EQ(snap.live_sequences, 0);
+    EXPECT_EQ(snap.invariant_violation, "");
+  }
+};
+
+std::vector<std::uint64_t> submit_team(Harness& h, int n, int max_tokens) {
+  const char* tasks[] = {"Summarise guideline 3.", "Which guideline is about facts?", "Repeat guideline 7.",
+                         "How many guidelines are there?"};
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(h.submit(chat_prompt(shared_system(), tasks[i % 4]), max_tokens));
+  return ids;
+}
+
+TEST(Scheduler, FanOutPrefillsTheSharedPrefixOnce) {
+  Harness h(config());
+  const auto ids = submit_team(h, 4, 6);  // all arrive before the first step
+  h.drain();
+  std::size_t prefix = 0, suffixes = 0;
+  for (auto id : ids) {
+    ASSERT_TRUE(h.results.at(id).ok) << h.results.at(id).error;
+    prefix = std::max<std::size_t>(prefix, h.results.at(id).cached_tokens);
+  }
+  ASSERT_GE(prefix, 112u);
+  int leaders = 0;
+  for (auto id : ids) {
+    const auto& r = h.results.at(id);
+    if (r.cached_tokens == 0) ++leaders;
+    else EXPECT_GE(r.cached_tokens, prefix / kPage * kPage);
+    suffixes += r.prompt_tokens - prefix;
+  }
+  EXPECT_EQ(leaders, 1);  // one leader computed the prefix; the others waited and matched it
+  const auto snap = h.s->snapshot();
+  EXPECT_LE(snap.computed_tokens, prefix + suffixes + kPage * ids.size());
+  h.expect_clean();
+}
+
+TEST(Scheduler, DecodeRowsOfAllSequencesShareOneStep) {
+  Harness h(config());
+  const auto ids = submit_team(h, 4, 12);
+  h.drain();
+  // Sequential decoding would need >= 4 * 12 steps; continuous batching far fewer.
+  EXPECT_LT(h.s->snapshot().num_steps, 30u);
+  for (auto id : ids) {
+    EXPECT_EQ(h.results.at(id).generated_tokens, h.results.at(id).tokens.size());
+    EXPECT_EQ(h.streamed[id], h.results.at(id).text);
+  }
+  h.expect_clean();
+}
+
+TEST(Scheduler, CachingOnAndOffGiveTheSameTokens) {
+  Harness on(config(256, true)), off(config(256, false));
+  const auto a = submit_team(on, 4, 8);
+  const auto b = submit_team(off, 4, 8);
+  on.drain();
+  off.drain();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(on.results.at(a[i]).tokens, off.results.at(b[i]).tokens) << i;
+    EXPECT_EQ(off.results.at(b[i]).cached_tokens, 0u);
+  }
+  EXPECT_LT(on.s->snapshot().computed_tokens * 2, off.s->snapshot().computed_tokens);
+  on.expect_clean();
+  off.expect_clean();
+}
+
+TEST(Scheduler, UnderMemoryPressureRequestsQueueAndAllComplete) {
+  // 12 pages: a request needs ~10 (prompt + budget) with caching off, so one at a time.
+  Harness h(config(12, false));
+  const auto ids = submit_team(h, 4, 6);
+  h.s->step();
+  EXPECT_EQ(h.s->snapshot().live_sequences, 1);
+  EXPECT_EQ(h.s->snapshot().queued_requests, 3);
+  h.drain();
+  for (auto id : ids) EXPECT_TRUE(h.results.at(id).ok) << h.results.at(id).error;
+  h.expect_clean();
+}
+
+TEST(Scheduler, CachedPagesAreEvictedForNewWork) {
+  Harness h(config(24, true));
+  for (const char* theme : {"rivers", "mountains", "deserts"}) {
+    h.submit(chat_prompt(shared_system() + " Theme: " + theme, "Hello"), 4, theme);
+    h.drain();
+  }
+  for (const auto& [id, r] : h.results) EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_GT(h.s->snapshot().evictions, 0u);
+  h.expect_clean();
+}
+
+TEST(Scheduler, RequestsThatCanNeverFitFailAtOnce) {
+  Harness h(config(8, true));  // 128 tokens
+  h.submit(chat_prompt(shared_system(), "Hi"), 4);
+  std::vector<std::int32_t> small = {1, 2, 3};
+  const auto too_long = h.submit(small, 100000);
+  const auto empty = h.submit({}, 4);
+  const auto bad_id = h.submit({1, 999999}, 4);
+  EXPECT_EQ(h.results.size(), 4u);  // all failed at submit, before any step
+  for (const auto& [id, r] : h.results) EXPECT_FALSE(r.ok);
+  EXPECT_NE(h.results.begin()->second.error.find("whole pool has 8"), std::string::npos);
+  EXPECT_EQ(h.results.at(too_long).error_code, int(ErrorCode::too_long));
+  EXPECT_EQ(h.results.at(empty).error_code, int(ErrorCode::invalid_argument));
+  EXPECT_EQ(h.results.at(bad_id).error_code, int(ErrorCode::invalid_argument));
+  EXPECT_FALSE(h.s->has_work());
+  h.expect_clean();
+}
+
+TEST(Scheduler, CancelQueuedAndLiveRequests) {
+  Harness h(config(30, false));  // each needs ~16 pages: one live, one queued
+  const auto ids = submit_team(h, 2, 100);
+  h.s->step();  // the first is live, the second queued
+  h.s->step();
+  h.s->cancel(ids[1]);
+  EXPECT_EQ(h.results.at(ids[1]).finish_reason, "cancelled");
+  for (int i = 0; i < 3; ++i) h.s->step();
+  h.s->cancel(ids[0]);
+  EXPECT_EQ(h.results.at(ids[0]).finish_reason, "cancelled");
+  EXPECT_LT(h.results.at(ids[0]).generated_tokens, 100u);
+  EXPECT_GT(h.results.at(ids[0]).generated_tokens, 0u);
+  EXPECT_FALSE(h.s->has_work());
+  h.expect_clean();
+}
+
+TEST(Scheduler, PrefillOnlyWarmsTheCacheAndPinsHoldIt) {
+  Harness h(config());
+  Conversation c(real_model()->tokenizer(), real_chat());
+  c.start(shared_system(), "Hi");
+  const auto warm = h.submit(c.system_ids(), 0, "t", "run-9");
+  h.drain();
+  EXPECT_EQ(h.results.at(warm).finish_reason, "prefill");
+  EXPECT_EQ(h.results.at(warm).computed_tokens, c.system_ids().size());
+  auto pin = h.s->pin(PinRequest{"t", "run-9", c.system_ids(), 1});
+  ASSERT_TRUE(pin.ok) << pin.error;
+  EXPECT_GT(h.s->snapshot().pages_locked, 0);
+  const auto reader = h.submit(c.prompt(), 4);
+  h.drain();
+  EXPECT_EQ(h.results.at(reader).cached_tokens, c.system_ids().size() / kPage * kPage);
+  h.s->cancel_run("run-9");  // drops the run's pins and refuses its later requests
+  EXPECT_EQ(h.s->snapshot().pages_locked, 0);
+  const auto late = h.submit(c.prompt(), 4, "t", "run-9");
+  EXPECT_EQ(h.results.at(late).error_code, int(ErrorCode::cancelled));
+  h.expect_clean();
+}
+
+}  // namespace
+}  // namespace arbor::actors
