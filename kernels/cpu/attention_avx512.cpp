@@ -223,88 +223,155 @@ constexpr PageChunksFn kPageChunks[kMaxQueries + 1] = {
 
 }  // namespace
 
-void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& task,
-                           const AttentionPartial* partial) {
-  const int kv_head = task.kv_head, r0 = task.row_begin, r1 = task.row_end;
-  const int group = a.num_q_heads / a.num_kv_heads;
-  const int hd = a.head_dim, ps = a.page_size;
-  const int nq = (r1 - r0) * group;
+namespace {
+
+// Online softmax of several query sources (sequences) for one KV head over logical
+// pages [page_begin, page_end). Sources whose page tables hold the same physical page
+// at a logical index (a shared prefix) have that page converted once and all their
+// query vectors run against it together. State per query vector qi (source q_offset +
+// (row - row_begin) * group + g): acc [hp], ml [2] (max, -), lsum [16].
+void run_pages(const AttentionSource* sources, int num_sources, int kv_head, int page_begin,
+               int page_end, float* acc, float* ml, float* lsum) {
+  const PagedAttentionArgs& a0 = *sources[0].args;
+  const int group = a0.num_q_heads / a0.num_kv_heads;
+  const int hd = a0.head_dim, ps = a0.page_size;
   const int sp = (ps + 15) / 16 * 16;  // slots padded to whole registers
-  const int hv = (hd + 15) / 16;       // registers per head vector
-  const int hp = hv * 16;
-  thread_local std::vector<float> kt, vf, acc, kbuf, ml;
-  thread_local std::vector<float> lsum;  // [nq][16]
-  lsum.assign(std::size_t(nq) * 16, 0.f);
+  const int hp = (hd + 15) / 16 * 16;
+  thread_local std::vector<float> kt, vf, kbuf;
+  thread_local std::vector<int> members;
+  thread_local std::vector<char> done;
   // Grown zero-filled and then only ever overwritten with converted K/V, so slots past
   // a page's last visible one always hold finite filler (no per-task memset).
   if (kt.size() != std::size_t(hp) * sp) kt.assign(std::size_t(hp) * sp, 0.f);
   if (vf.size() != std::size_t(sp) * hp) vf.assign(std::size_t(sp) * hp, 0.f);
   if (kbuf.size() != std::size_t(sp) * hp) kbuf.assign(std::size_t(sp) * hp, 0.f);
-  acc.assign(std::size_t(nq) * hp, 0.f);
-  ml.resize(std::size_t(nq) * 2);
-  for (int i = 0; i < nq; ++i) {
-    ml[2 * i] = -INFINITY;
-    ml[2 * i + 1] = 0.f;
-  }
-  const int last_pos = a.first_pos + r1 - 1;
-  const int num_pages = std::min(task.page_end, last_pos / ps + 1);  // later pages are in the future
   const std::size_t head_offset = std::size_t(kv_head) * ps * hd;
-  const __m512 vscale = _mm512_set1_ps(a.scale);
-  // Few query vectors (decode): dot K rows directly and reduce 16 at a time, instead of
-  // transposing every page for only a handful of queries.
-  const bool direct = hd % 16 == 0 && nq <= kMaxQueries;
-  for (int p = task.page_begin; p < num_pages; ++p) {
-    // Only slots up to the last visible position are read (later ones may be unwritten).
-    const int page_slots = std::min(ps, last_pos - p * ps + 1);
-    const std::uint16_t* ksrc = a.k_pages[p] + head_offset;
-    const std::uint16_t* vsrc = a.v_pages[p] + head_offset;
-    if (hd == hp) {  // rows are contiguous in both the page and the buffers
-      const int total = page_slots * hd;
-      for (int i = 0; i < total; i += 16) {
-        _mm512_storeu_ps(kbuf.data() + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ksrc + i))));
-        _mm512_storeu_ps(vf.data() + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vsrc + i))));
+  const __m512 vscale = _mm512_set1_ps(a0.scale);
+  auto last_pos = [&](int i) { return sources[i].args->first_pos + sources[i].row_end - 1; };
+  done.assign(std::size_t(num_sources), 0);
+  for (int p = page_begin; p < page_end; ++p) {
+    std::fill(done.begin(), done.end(), 0);
+    for (int lead = 0; lead < num_sources; ++lead) {
+      if (done[lead] || last_pos(lead) / ps < p) continue;  // page wholly in its future
+      // Sources sharing this physical page.
+      const std::uint16_t* kpage = sources[lead].args->k_pages[p];
+      const std::uint16_t* vpage = sources[lead].args->v_pages[p];
+      members.clear();
+      int page_slots = 0, nq = 0;
+      for (int i = lead; i < num_sources; ++i) {
+        if (done[i] || last_pos(i) / ps < p) continue;
+        if (sources[i].args->k_pages[p] != kpage || sources[i].args->v_pages[p] != vpage) continue;
+        done[i] = 1;
+        members.push_back(i);
+        // Only slots up to the last visible position are read (later ones may be unwritten).
+        page_slots = std::max(page_slots, std::min(ps, last_pos(i) - p * ps + 1));
+        nq += (sources[i].row_end - sources[i].row_begin) * group;
       }
-    } else {
-      const __mmask16 tail = __mmask16((1u << (hd % 16)) - 1);
-      for (int s = 0; s < page_slots; ++s) {
-        float* vrow = vf.data() + std::size_t(s) * hp;
-        float* krow = kbuf.data() + std::size_t(s) * hp;
-        for (int d = 0; d < hd; d += 16) {
-          const __mmask16 m = hd - d >= 16 ? __mmask16(0xFFFF) : tail;
-          _mm512_mask_storeu_ps(vrow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, vsrc + std::size_t(s) * hd + d)));
-          _mm512_mask_storeu_ps(krow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, ksrc + std::size_t(s) * hd + d)));
+      const std::uint16_t* ksrc = kpage + head_offset;
+      const std::uint16_t* vsrc = vpage + head_offset;
+      if (hd == hp) {  // rows are contiguous in both the page and the buffers
+        const int total = page_slots * hd;
+        for (int i = 0; i < total; i += 16) {
+          _mm512_storeu_ps(kbuf.data() + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ksrc + i))));
+          _mm512_storeu_ps(vf.data() + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vsrc + i))));
+        }
+      } else {
+        const __mmask16 tail = __mmask16((1u << (hd % 16)) - 1);
+        for (int s = 0; s < page_slots; ++s) {
+          float* vrow = vf.data() + std::size_t(s) * hp;
+          float* krow = kbuf.data() + std::size_t(s) * hp;
+          for (int d = 0; d < hd; d += 16) {
+            const __mmask16 m = hd - d >= 16 ? __mmask16(0xFFFF) : tail;
+            _mm512_mask_storeu_ps(vrow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, vsrc + std::size_t(s) * hd + d)));
+            _mm512_mask_storeu_ps(krow + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, ksrc + std::size_t(s) * hd + d)));
+          }
         }
       }
-    }
-    if (!direct) {
-      for (int s0 = 0; s0 < page_slots; s0 += 16)
-        for (int d0 = 0; d0 < hp; d0 += 16)
-          transpose_16x16(kbuf.data() + std::size_t(s0) * hp + d0, hp, kt.data() + std::size_t(d0) * sp + s0, sp);
-    }
-    // Query vectors (row, head) that see this page, batched kMaxQueries at a time.
-    ChunkArgs c{kt.data(), kbuf.data(), vf.data(), sp, hd, hp, vscale, {}, {}, {}, {}, {}};
-    const PageChunksFn* chunks = direct ? kPageChunks<true> : kPageChunks<false>;
-    int n = 0;
-    for (int r = r0; r < r1; ++r) {
-      const int visible = std::min(page_slots, a.first_pos + r - p * ps + 1);  // causal mask
-      if (visible <= 0) continue;
-      for (int g = 0; g < group; ++g) {
-        const int qi = (r - r0) * group + g;
-        c.q[n] = a.q + (std::size_t(r) * a.num_q_heads + kv_head * group + g) * hd;
-        c.o[n] = acc.data() + std::size_t(qi) * hp;
-        c.ml[n] = ml.data() + 2 * qi;
-        c.l[n] = lsum.data() + std::size_t(qi) * 16;
-        c.visible[n] = visible;
-        if (++n == kMaxQueries) {
-          chunks[n](c);
-          n = 0;
+      // Few query vectors (decode): dot K rows directly and reduce 16 at a time, instead
+      // of transposing the page for only a handful of queries.
+      const bool direct = hd % 16 == 0 && nq <= kMaxQueries;
+      if (!direct) {
+        for (int s0 = 0; s0 < page_slots; s0 += 16)
+          for (int d0 = 0; d0 < hp; d0 += 16)
+            transpose_16x16(kbuf.data() + std::size_t(s0) * hp + d0, hp, kt.data() + std::size_t(d0) * sp + s0, sp);
+      }
+      // Query vectors (source, row, head) that see this page, kMaxQueries at a time.
+      ChunkArgs c{kt.data(), kbuf.data(), vf.data(), sp, hd, hp, vscale, {}, {}, {}, {}, {}};
+      const PageChunksFn* chunks = direct ? kPageChunks<true> : kPageChunks<false>;
+      int n = 0;
+      for (int m : members) {
+        const AttentionSource& src = sources[m];
+        const PagedAttentionArgs& a = *src.args;
+        const int own_slots = std::min(ps, last_pos(m) - p * ps + 1);
+        for (int r = src.row_begin; r < src.row_end; ++r) {
+          const int visible = std::min(own_slots, a.first_pos + r - p * ps + 1);  // causal mask
+          if (visible <= 0) continue;
+          for (int g = 0; g < group; ++g) {
+            const int qi = src.q_offset + (r - src.row_begin) * group + g;
+            c.q[n] = a.q + (std::size_t(r) * a.num_q_heads + kv_head * group + g) * hd;
+            c.o[n] = acc + std::size_t(qi) * hp;
+            c.ml[n] = ml + 2 * qi;
+            c.l[n] = lsum + std::size_t(qi) * 16;
+            c.visible[n] = visible;
+            if (++n == kMaxQueries) {
+              chunks[n](c);
+              n = 0;
+            }
+          }
         }
       }
+      if (n > 0) chunks[n](c);
     }
-    if (n > 0) chunks[n](c);
   }
-  for (int i = 0; i < nq; ++i) ml[2 * i + 1] = _mm512_reduce_add_ps(_mm512_loadu_ps(lsum.data() + std::size_t(i) * 16));
-  finish_attention_task(a, task, acc.data(), hp, ml.data(), partial);
+}
+
+struct TaskState {
+  std::vector<float> acc, ml, lsum;
+  void reset(int nq, int hp) {
+    acc.assign(std::size_t(nq) * hp, 0.f);
+    lsum.assign(std::size_t(nq) * 16, 0.f);
+    ml.resize(std::size_t(nq) * 2);
+    for (int i = 0; i < nq; ++i) {
+      ml[2 * i] = -INFINITY;
+      ml[2 * i + 1] = 0.f;
+    }
+  }
+  void reduce_sums(int nq) {
+    for (int i = 0; i < nq; ++i) ml[2 * i + 1] = _mm512_reduce_add_ps(_mm512_loadu_ps(lsum.data() + std::size_t(i) * 16));
+  }
+};
+
+}  // namespace
+
+void attention_task_avx512(const PagedAttentionArgs& a, const AttentionTask& task,
+                           const AttentionPartial* partial) {
+  const int group = a.num_q_heads / a.num_kv_heads;
+  const int nq = (task.row_end - task.row_begin) * group;
+  const int hp = (a.head_dim + 15) / 16 * 16;
+  thread_local TaskState st;
+  st.reset(nq, hp);
+  const AttentionSource src{&a, task.row_begin, task.row_end, 0};
+  run_pages(&src, 1, task.kv_head, task.page_begin, task.page_end, st.acc.data(), st.ml.data(), st.lsum.data());
+  st.reduce_sums(nq);
+  finish_attention_task(a, task, st.acc.data(), hp, st.ml.data(), partial);
+}
+
+void attention_sources_avx512(const AttentionSource* sources, int num_sources, int kv_head,
+                              int page_begin, int page_end, float* partial_acc, float* partial_ml) {
+  const PagedAttentionArgs& a0 = *sources[0].args;
+  const int group = a0.num_q_heads / a0.num_kv_heads;
+  const int hd = a0.head_dim, hp = (hd + 15) / 16 * 16;
+  int nq = 0;
+  for (int i = 0; i < num_sources; ++i) nq += (sources[i].row_end - sources[i].row_begin) * group;
+  thread_local TaskState st;
+  st.reset(nq, hp);
+  run_pages(sources, num_sources, kv_head, page_begin, page_end, st.acc.data(), st.ml.data(), st.lsum.data());
+  st.reduce_sums(nq);
+  for (int qi = 0; qi < nq; ++qi) {
+    std::copy_n(st.acc.data() + std::size_t(qi) * hp, hd, partial_acc + std::size_t(qi) * hd);
+    partial_ml[2 * qi] = st.ml[2 * qi];
+    partial_ml[2 * qi + 1] = st.ml[2 * qi + 1];
+  }
 }
 
 }  // namespace arbor::kernels::detail

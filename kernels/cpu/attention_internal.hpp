@@ -27,6 +27,20 @@ void attention_task_avx2(const PagedAttentionArgs& args, const AttentionTask& ta
 void attention_task_avx512(const PagedAttentionArgs& args, const AttentionTask& task,
                            const AttentionPartial* partial);
 
+// Rows [row_begin, row_end) of one sequence, whose query vectors occupy state slots
+// q_offset + (row - row_begin) * group + g of a multi-sequence task.
+struct AttentionSource {
+  const PagedAttentionArgs* args = nullptr;
+  int row_begin = 0, row_end = 0;
+  int q_offset = 0;
+};
+
+// Several sequences, one KV head, logical pages [page_begin, page_end): physical pages
+// shared by several sequences are converted once. Writes the unnormalised state of
+// every query vector: partial_acc [nq][head_dim], partial_ml [nq][2].
+void attention_sources_avx512(const AttentionSource* sources, int num_sources, int kv_head,
+                              int page_begin, int page_end, float* partial_acc, float* partial_ml);
+
 // Shared epilogue: out = acc / l, or hand the state to the caller.
 void finish_attention_task(const PagedAttentionArgs& args, const AttentionTask& task,
                            const float* acc, int acc_stride, const float* ml,
