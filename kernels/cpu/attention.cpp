@@ -211,6 +211,77 @@ void paged_attention(const PagedAttentionArgs& args, ThreadPool& pool) {
   }
 }
 
+void paged_attention_batch(const PagedAttentionArgs* seqs, int num_seqs, ThreadPool& pool) {
+  if (num_seqs <= 0) return;
+  const PagedAttentionArgs& a0 = seqs[0];
+  bool batchable = use_avx512();
+  for (int i = 0; i < num_seqs && batchable; ++i) {
+    const PagedAttentionArgs& a = seqs[i];
+    batchable = args_ok(a) && a.num_rows <= kRowBlock && a.num_q_heads == a0.num_q_heads &&
+                a.num_kv_heads == a0.num_kv_heads && a.head_dim == a0.head_dim &&
+                a.page_size == a0.page_size && a.scale == a0.scale;
+  }
+  if (!batchable) {
+    for (int i = 0; i < num_seqs; ++i) paged_attention(seqs[i], pool);
+    return;
+  }
+  const int group = a0.num_q_heads / a0.num_kv_heads;
+  const int hd = a0.head_dim, ps = a0.page_size;
+  std::vector<detail::AttentionSource> sources(static_cast<std::size_t>(num_seqs));
+  int nq = 0, total_pages = 0;
+  for (int i = 0; i < num_seqs; ++i) {
+    sources[i] = {&seqs[i], 0, seqs[i].num_rows, nq};
+    nq += seqs[i].num_rows * group;
+    total_pages = std::max(total_pages, (seqs[i].first_pos + seqs[i].num_rows - 1) / ps + 1);
+  }
+  // Tasks: kv head x page range, enough of them to keep every thread busy.
+  const int threads = pool.num_threads();
+  const int splits = threads > 1 ? std::clamp(4 * threads / a0.num_kv_heads, 1,
+                                              std::max(1, total_pages / kMinPagesPerSplit))
+                                 : 1;
+  const int pages_per_split = (total_pages + splits - 1) / splits;
+  const int num_splits = (total_pages + pages_per_split - 1) / pages_per_split;
+  const int num_tasks = a0.num_kv_heads * num_splits;
+  const std::size_t task_floats = std::size_t(nq) * (hd + 2);
+  std::vector<float> partials(std::size_t(num_tasks) * task_floats);
+  std::atomic<int> next{0};
+  pool.parallel_for(std::min(threads, num_tasks), [&](int, std::int64_t, std::int64_t) {
+    for (int t = next.fetch_add(1); t < num_tasks; t = next.fetch_add(1)) {
+      const int h = t / num_splits, s = t % num_splits;
+      float* base = partials.data() + std::size_t(t) * task_floats;
+      detail::attention_sources_avx512(sources.data(), num_seqs, h, s * pages_per_split,
+                                       std::min(total_pages, (s + 1) * pages_per_split), base,
+                                       base + std::size_t(nq) * hd);
+    }
+  });
+  // Merge the page splits of every query vector into its sequence's output.
+  for (int h = 0; h < a0.num_kv_heads; ++h) {
+    const float* task0 = partials.data() + std::size_t(h) * num_splits * task_floats;
+    for (int i = 0; i < num_seqs; ++i) {
+      for (int r = 0; r < seqs[i].num_rows; ++r) {
+        for (int g = 0; g < group; ++g) {
+          const int qi = sources[i].q_offset + r * group + g;
+          float mx = -INFINITY;
+          for (int s = 0; s < num_splits; ++s) mx = std::max(mx, task0[s * task_floats + std::size_t(nq) * hd + 2 * qi]);
+          float* o = seqs[i].out + (std::size_t(r) * a0.num_q_heads + h * group + g) * hd;
+          std::fill_n(o, hd, 0.f);
+          float l = 0.f;
+          for (int s = 0; s < num_splits; ++s) {
+            const float* part = task0 + s * task_floats;
+            const float m = part[std::size_t(nq) * hd + 2 * qi];
+            if (m == -INFINITY) continue;  // this split saw no position of the row
+            const float w = std::exp(m - mx);
+            l += part[std::size_t(nq) * hd + 2 * qi + 1] * w;
+            for (int k = 0; k < hd; ++k) o[k] += part[std::size_t(qi) * hd + k] * w;
+          }
+          const float inv = 1.f / l;
+          for (int k = 0; k < hd; ++k) o[k] *= inv;
+        }
+      }
+    }
+  }
+}
+
 void paged_attention_reference(const PagedAttentionArgs& a) {
   if (!args_ok(a)) return;
   const int group = a.num_q_heads / a.num_kv_heads;

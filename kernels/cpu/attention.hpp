@@ -31,6 +31,14 @@ struct PagedAttentionArgs {
 
 void paged_attention(const PagedAttentionArgs& args, ThreadPool& pool);
 
+// Batched decode: the same result as paged_attention on each of seqs[0..num_seqs), in
+// one parallel pass. A physical page that several sequences hold at the same logical
+// index (same k_pages[p] / v_pages[p] pointers, e.g. a shared prompt prefix) is read and
+// converted once and all their query vectors run against it. Every element must have
+// the same num_q_heads, num_kv_heads, head_dim, page_size and scale (otherwise, or for
+// rows > 16 per sequence, it simply calls paged_attention per sequence).
+void paged_attention_batch(const PagedAttentionArgs* seqs, int num_seqs, ThreadPool& pool);
+
 // Reference: gathers K/V, builds the full score matrix and applies a plain softmax.
 void paged_attention_reference(const PagedAttentionArgs& args);
 

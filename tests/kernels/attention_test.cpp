@@ -96,6 +96,83 @@ TEST(PagedAttention, MatchesFullSoftmaxReference) {
   });
 }
 
+// Several sequences sharing the physical pages of a common prefix (same pointers), each
+// with its own later pages; the batched call must match the reference per sequence.
+void run_batch_case(int q_heads, int kv_heads, int head_dim, int page_size, std::mt19937& rng,
+                    ThreadPool& pool) {
+  const std::size_t page_elems = std::size_t(kv_heads) * page_size * head_dim;
+  const int shared_pages = 2;
+  struct Seq {
+    int first_pos, num_rows;
+    bool shares;
+  };
+  const Seq seqs[] = {{2 * page_size + 7, 1, true}, {2 * page_size + 30, 2, true},
+                      {2 * page_size + 1, 5, true},  {page_size + 1, 2, true},
+                      {3 * page_size, 1, false},     {4 * page_size + 3, 1, true}};
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  auto new_page = [&](std::vector<std::vector<std::uint16_t>>& store) {
+    store.emplace_back(page_elems);
+    for (auto& h : store.back()) h = fp32_to_fp16(dist(rng));
+    return store.back().data();
+  };
+  std::vector<std::vector<std::uint16_t>> store;
+  store.reserve(64);
+  std::vector<const std::uint16_t*> shared_k, shared_v;
+  for (int p = 0; p < shared_pages; ++p) {
+    shared_k.push_back(new_page(store));
+    shared_v.push_back(new_page(store));
+  }
+  const int n = int(std::size(seqs));
+  std::vector<std::vector<const std::uint16_t*>> k_tables(n), v_tables(n);
+  std::vector<std::vector<float>> qs(n), outs(n), refs(n);
+  std::vector<PagedAttentionArgs> args(n);
+  for (int i = 0; i < n; ++i) {
+    const int total = seqs[i].first_pos + seqs[i].num_rows;
+    const int pages = (total + page_size - 1) / page_size;
+    for (int p = 0; p < pages; ++p) {
+      if (seqs[i].shares && p < shared_pages) {
+        k_tables[i].push_back(shared_k[p]);
+        v_tables[i].push_back(shared_v[p]);
+        continue;
+      }
+      auto* k = new_page(store);
+      auto* v = new_page(store);
+      for (int slot = 0; slot < page_size; ++slot) {  // unwritten slots: NaN
+        if (p * page_size + slot < total) continue;
+        for (std::size_t e = 0; e < std::size_t(kv_heads) * head_dim; ++e) {
+          const std::size_t off = (e / head_dim * page_size + slot) * head_dim + e % head_dim;
+          k[off] = v[off] = 0x7E00;
+        }
+      }
+      k_tables[i].push_back(k);
+      v_tables[i].push_back(v);
+    }
+    qs[i] = testing::random_floats(rng, std::size_t(seqs[i].num_rows) * q_heads * head_dim, -2.f, 2.f);
+    outs[i].assign(qs[i].size(), NAN);
+    refs[i].assign(qs[i].size(), NAN);
+    args[i] = {qs[i].data(), refs[i].data(), seqs[i].num_rows, seqs[i].first_pos, q_heads, kv_heads,
+               head_dim, page_size, k_tables[i].data(), v_tables[i].data(), 1.f / std::sqrt(float(head_dim))};
+    paged_attention_reference(args[i]);
+    args[i].out = outs[i].data();
+  }
+  paged_attention_batch(args.data(), n, pool);
+  for (int i = 0; i < n; ++i) {
+    for (std::size_t e = 0; e < outs[i].size(); ++e)
+      ASSERT_NEAR(outs[i][e], refs[i][e], 2e-5f + 2e-5f * std::fabs(refs[i][e])) << "sequence " << i << " index " << e;
+  }
+}
+
+TEST(PagedAttention, BatchSharesPrefixPagesAndMatchesReference) {
+  std::mt19937 rng(21);
+  ThreadPool pool1(1), pool2(2);
+  testing::for_each_isa([&](bool) {
+    for (ThreadPool* pool : {&pool1, &pool2}) {
+      run_batch_case(9, 3, 64, 16, rng, *pool);  // SmolLM2 shape, direct decode path
+      run_batch_case(4, 1, 40, 5, rng, *pool);   // head_dim % 16 != 0: transposed path
+    }
+  });
+}
+
 TEST(PagedAttention, SinglePositionReturnsItsValue) {
   // One visible position: softmax weight 1, output = V row exactly.
   ThreadPool pool(2);
