@@ -48,7 +48,7 @@ TEST(Supervision, TimeoutFailsCleanly) {
   auto rt = make_runtime(with_faults({}, {{"worker[0]", 9}}));
   ASSERT_TRUE(rt);
   // Only the workers have the short timeout; the boss's covers its children's retries.
-  auto wf = nlohmann::json::parse(team_workflow("timeout", long_system("rivers", 3), 2, 4, R"({"max_retries": 1})"));
+  auto wf = nlohmann::json::parse(team_workflow("timeout", long_system("rivers", 3), 1, 4, R"({"max_retries": 1})"));
   wf["agents"][0]["timeout_ms"] = 60000;
   wf["agents"][0]["agents"][0]["timeout_ms"] = 150;
   const auto r = run_text(*rt, wf.dump());
