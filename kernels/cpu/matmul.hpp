@@ -23,6 +23,10 @@ struct WeightMatrix {
 // x: [m][w.cols] f32 row-major, y: [m][w.rows] f32 row-major (must not alias x).
 // m == 1 is the decode case (GEMV, memory bound); m > 1 the prefill/batched case
 // (GEMM, compute bound). Work is split over `pool`. Thread-safe for distinct y.
+// Q4_0/Q4_1/Q8_0 run int8 kernels (x is quantized to 8-bit blocks of 32 per call, so
+// results differ from the f32 reference by at most the activation rounding); the other
+// types dequantize rows and use f32 FMAs. An unsupported type or cols not a multiple of
+// the block size is a caller bug: asserts in debug builds, y is zero-filled otherwise.
 void matmul(const WeightMatrix& w, const float* x, std::int64_t m, float* y, ThreadPool& pool);
 
 // The scalar reference: dequantize each row, then plain f32 dot products (single
