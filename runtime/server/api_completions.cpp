@@ -65,13 +65,20 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
     };
   }
   auto on_done = [this, ex, stream, chat, id, created, model, tenant, live_id, route,
-                  include_usage = request.include_usage](const GenerateResult& result) {
+                  include_usage = request.include_usage](const Result<GenerateResult>& outcome) {
     {
       std::lock_guard lock(live_mutex_);
       live_.erase(live_id);
     }
-    metrics_.record_generation(tenant, result);
     release(tenant);
+    if (!outcome) {
+      const ApiError e = from_error(outcome.error());
+      if (!stream) return reply_error(ex, tenant, route, e);
+      // Headers are out: report the error in the stream, as OpenAI does, then end it.
+      return stream->emit(*ex, "data: " + error_body(e) + "\n\n" + std::string(kSseDone), true);
+    }
+    const GenerateResult& result = *outcome;
+    metrics_.record_generation(tenant, result);
     if (!stream) {
       if (result.finish_reason == "cancelled")
         return reply_error(ex, tenant, route, unavailable("the generation was cancelled (server shutting down)"));

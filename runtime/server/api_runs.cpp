@@ -1,8 +1,35 @@
 // The workflow run endpoints: POST/GET /v1/runs, GET/DELETE /v1/runs/{id},
 // GET /v1/runs/{id}/events.
+#include <filesystem>
+
 #include "runtime/server/api.hpp"
 
 namespace arbor::server {
+namespace {
+
+// Prefix documents are files read by the server: over HTTP a workflow may only name
+// files below the server's workflow_dir (relative, no ".."), never any file it can read.
+std::optional<std::string> unsafe_file(const nlohmann::json& j, const std::string& at) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      const std::string p = at + "/" + k;
+      if (k == "file" && v.is_string()) {
+        const std::filesystem::path path(v.get<std::string>());
+        if (path.is_absolute() || path.has_root_name() || path.has_root_directory()) return p;
+        for (const auto& part : path)
+          if (part == "..") return p;
+      } else if (auto bad = unsafe_file(v, p)) {
+        return bad;
+      }
+    }
+  } else if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i)
+      if (auto bad = unsafe_file(j[i], at + "/" + std::to_string(i))) return bad;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Principal& p) {
   const std::string route = "/v1/runs";
@@ -13,6 +40,14 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
   if (!b.contains("workflow") || !(b["workflow"].is_object() || b["workflow"].is_string()))
     return reply_error(ex, p.tenant, route, invalid_param("/workflow", "is required: a workflow document (object or JSON text)"));
   const std::string workflow = b["workflow"].is_string() ? b["workflow"].get<std::string>() : b["workflow"].dump();
+  // A workflow given as text is checked as parsed; malformed text is left to the loader.
+  const nlohmann::json doc = b["workflow"].is_string() ? nlohmann::json::parse(workflow, nullptr, false) : b["workflow"];
+  if (auto bad = unsafe_file(doc, "/workflow"))
+    return reply_error(ex, p.tenant, route,
+                       bad_request("invalid_workflow",
+                                   "'" + *bad + "' must be a relative path without '..': over HTTP, prefix documents "
+                                   "are read from the server's workflow_dir only",
+                                   *bad));
   std::map<std::string, std::string> inputs;
   if (b.contains("inputs") && !b["inputs"].is_null()) {
     if (!b["inputs"].is_object())
@@ -51,7 +86,7 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
 void Api::finish_run(const std::shared_ptr<RunEntry>& entry, const std::string& tenant) {
   auto control = entry->control();
   if (!control || !entry->settle()) return;
-  metrics_.record_run(tenant, control->snapshot());
+  metrics_.record_run(tenant, control->wait());  // its run_finished event has been seen
   release(tenant);
 }
 
@@ -81,8 +116,10 @@ void Api::run_request(const HttpRequest& req, const ExchangePtr& ex, const Princ
     metrics_.count_request(p.tenant, route, 200);
     return entry->follow(ex);
   }
-  if (req.method == "DELETE" && control) control->cancel();
-  reply_json(ex, p.tenant, route, 200, backend_.run_json(control->snapshot()));
+  if (req.method == "DELETE") control->cancel();
+  // After its run_finished event a run reports its final document (the handle
+  // catches up within microseconds of the event).
+  reply_json(ex, p.tenant, route, 200, backend_.run_json(entry->finished() ? control->wait() : control->snapshot()));
 }
 
 }  // namespace arbor::server

@@ -5,7 +5,8 @@
 // Contract: every method may be called from any thread. Callbacks (on_token, on_done,
 // on_event) run on backend threads; they must be short and must not block. on_done
 // is called exactly once per started generation, after its last on_token, including
-// after cancel() (finish_reason "cancelled").
+// after cancel() (finish_reason "cancelled"); a generation that fails after it started
+// (e.g. its prompt can never fit the pool) ends with the error.
 #pragma once
 
 #include <functional>
@@ -33,6 +34,9 @@ class RunControl {
   virtual std::string id() const = 0;
   virtual bool done() const = 0;
   virtual RunResult snapshot() const = 0;  // status "running" while in flight
+  // Blocks until the run ends. The server calls it only after the run's run_finished
+  // event, when the end is a matter of microseconds.
+  virtual RunResult wait() = 0;
   virtual void cancel() = 0;
 };
 
@@ -45,7 +49,7 @@ class Backend {
   // Errors: invalid_argument / too_long (bad request), out_of_memory (admission full).
   virtual Result<std::shared_ptr<Generation>> start_generate(
       const GenerateRequest& request, std::function<void(const std::string&)> on_token,
-      std::function<void(const GenerateResult&)> on_done) = 0;
+      std::function<void(const Result<GenerateResult>&)> on_done) = 0;
 
   // `workflow_json` is a workflow document; `tenant` replaces its tenant field.
   // Errors: invalid_argument with every diagnostic for an invalid workflow.

@@ -28,6 +28,7 @@ class RuntimeRun final : public RunControl {
   std::string id() const override { return handle_.id(); }
   bool done() const override { return handle_.done(); }
   RunResult snapshot() const override { return handle_.snapshot(); }
+  RunResult wait() override { return handle_.wait(); }
   void cancel() override { handle_.cancel(); }
 
  private:
@@ -52,7 +53,7 @@ class RuntimeBackend final : public Backend {
 
   Result<std::shared_ptr<Generation>> start_generate(const GenerateRequest& request,
                                                      std::function<void(const std::string&)> on_token,
-                                                     std::function<void(const GenerateResult&)> on_done) override {
+                                                     std::function<void(const Result<GenerateResult>&)> on_done) override {
     auto handle = runtime_.start_generate(request, std::move(on_token));
     if (!handle) return std::unexpected(handle.error());
     auto generation = std::make_shared<RuntimeGeneration>(std::move(*handle));
@@ -62,7 +63,7 @@ class RuntimeBackend final : public Backend {
       live_[id] = generation;
     }
     boost::asio::post(waiters_, [this, id, generation, on_done = std::move(on_done)] {
-      GenerateResult result = generation->handle().wait();
+      Result<GenerateResult> result = generation->handle().result();
       {
         std::lock_guard lock(mutex_);
         live_.erase(id);

@@ -207,7 +207,7 @@ class FakeBackend final : public Backend {
 
   Result<std::shared_ptr<Generation>> start_generate(const GenerateRequest& req,
                                                      std::function<void(const std::string&)> on_token,
-                                                     std::function<void(const GenerateResult&)> on_done) override {
+                                                     std::function<void(const Result<GenerateResult>&)> on_done) override {
     std::string text = req.raw_prompt ? *req.raw_prompt : req.messages.back().content;
     if (text == "FAIL") return fail(ErrorCode::out_of_memory, "fake: admission queue full");
     GenerateResult result;
@@ -250,6 +250,7 @@ class FakeBackend final : public Backend {
       result.ttft_ms = 3;
       result.finish_reason = gen->cancelled ? "cancelled" : "stop";
       --num_live;
+      if (output == "NEVERFITS") return on_done(fail(ErrorCode::too_long, "fake: the prompt can never fit"));
       on_done(result);
     });
     return std::shared_ptr<Generation>(gen);
@@ -271,6 +272,10 @@ class FakeBackend final : public Backend {
       return r;
     }
     FakeBackend* owner = nullptr;
+    RunResult wait() override {
+      eventually([&] { return done_.load(); });
+      return snapshot();
+    }
     void cancel() override {
       cancelled_ = true;
       std::lock_guard lock(owner->mutex_);
