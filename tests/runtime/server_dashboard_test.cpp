@@ -1,0 +1,82 @@
+// The dashboard in headless Chromium: after some traffic the page loads, runs its
+// script without console errors, shows live figures (its DOM is checked), and a
+// screenshot is saved as build/server_dashboard.png. Skips without chromium.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "runtime/server/server.hpp"
+#include "runtime_test_util.hpp"
+#include "server_test_util.hpp"
+
+namespace arbor::server::test {
+namespace {
+
+std::string find_chromium() {
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    const std::string probe = std::string("command -v ") + name + " >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return name;
+  }
+  return "";
+}
+
+TEST(ServerDashboard, LoadsInHeadlessChromiumWithoutConsoleErrors) {
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed; run scripts/install_test_tools.sh";
+  auto runtime = Runtime::create(arbor::testing::small_config());
+  ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
+  auto backend = make_runtime_backend(**runtime, 8);
+  ServerConfig config;  // no keys: the page polls without one
+  config.port = 0;
+  config.workflow_dir = arbor::testing::kExamples;
+  auto server = Server::start(config, *backend);
+  ASSERT_TRUE(server.has_value()) << server.error().message;
+  const int port = (*server)->port();
+
+  // Traffic to show: two chats sharing a system prompt and a small workflow run.
+  const std::string system = "You are a helpful assistant who answers in one short sentence about electronics.";
+  ASSERT_EQ(request(port, "POST", "/v1/chat/completions", chat_body(system, "What is a transistor?", 4)).status, 200);
+  ASSERT_EQ(request(port, "POST", "/v1/chat/completions", chat_body(system, "What is a diode?", 4)).status, 200);
+  nlohmann::json run;
+  run["workflow"] = nlohmann::json::parse(arbor::testing::example_with_max_tokens("research_team", 4));
+  run["inputs"] = {{"questions", {"Who built the first transistor?", "What is a MOSFET?"}}};
+  auto started = request(port, "POST", "/v1/runs", run.dump());
+  ASSERT_EQ(started.status, 202) << started.body;
+  const std::string id = started.json()["id"];
+  ASSERT_EQ(request(port, "GET", "/v1/runs/" + id + "/events").status, 200);  // until it ends
+
+  const std::string dir = ARBOR_BINARY_DIR;
+  const std::string profile = dir + "/server_dashboard_profile";
+  const std::string screenshot = dir + "/server_dashboard.png";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
+  std::filesystem::remove(screenshot);
+  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
+                            " --user-data-dir=" + profile + " --window-size=1280,1100 --virtual-time-budget=6000"
+                            " --enable-logging=stderr --v=0 ";
+  const std::string dom_file = dir + "/server_dashboard_dom.html", log_file = dir + "/server_dashboard_chromium.log";
+  const std::string dump = "timeout 120 " + chromium + flags + "--dump-dom " + url + " > " + dom_file + " 2> " + log_file;
+  ASSERT_EQ(std::system(dump.c_str()), 0) << arbor::testing::read_text(log_file);
+  const std::string shot = "timeout 120 " + chromium + flags + "--screenshot=" + screenshot + " " + url +
+                           " > /dev/null 2>> " + log_file;
+  ASSERT_EQ(std::system(shot.c_str()), 0) << arbor::testing::read_text(log_file);
+
+  const std::string dom = arbor::testing::read_text(dom_file);
+  const std::string log = arbor::testing::read_text(log_file);
+  // The script set data-loaded after rendering every panel from live data.
+  EXPECT_NE(dom.find("data-loaded=\"1\""), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_NE(dom.find("<svg"), std::string::npos);              // the radix tree picture
+  EXPECT_NE(dom.find(">default<"), std::string::npos);         // the tenant row
+  EXPECT_NE(dom.find(">" + id + "<"), std::string::npos);      // the run row
+  EXPECT_NE(dom.find("/ "), std::string::npos);
+  // The page logs nothing: any console line is an error or a warning.
+  EXPECT_EQ(log.find(":CONSOLE("), std::string::npos) << log;
+  EXPECT_EQ(log.find("Uncaught"), std::string::npos) << log;
+  EXPECT_TRUE(std::filesystem::exists(screenshot));
+  EXPECT_GT(std::filesystem::file_size(screenshot), 10000u);
+  std::filesystem::remove_all(profile);
+  (*server)->stop();
+}
+
+}  // namespace
+}  // namespace arbor::server::test
