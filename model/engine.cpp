@@ -9,10 +9,10 @@
 
 namespace arbor::model {
 
-using kernels::matmul;
 
-Engine::Engine(const LlamaConfig& config, const LlamaWeights& weights, int num_threads)
-    : config_(config), weights_(weights), pool_(num_threads) {}
+Engine::Engine(const LlamaConfig& config, const LlamaWeights& weights, int num_threads,
+               kernels::MatmulPrecision precision)
+    : config_(config), weights_(weights), pool_(num_threads), precision_(precision) {}
 
 cache::KvGeometry Engine::kv_geometry(int page_size) const {
   return cache::KvGeometry{config_.num_layers, config_.num_kv_heads, config_.head_dim, page_size};
@@ -92,9 +92,9 @@ void Engine::attention_block(int layer, std::span<const SequenceStep> batch, cac
   for (std::int64_t r = 0; r < num_rows_; ++r)
     kernels::rmsnorm(&x_[std::size_t(r) * hidden], w.attn_norm, hidden, config_.rms_eps,
                      &xn_[std::size_t(r) * hidden]);
-  matmul(w.wq, xn_.data(), num_rows_, q_.data(), pool_);
-  matmul(w.wk, xn_.data(), num_rows_, k_.data(), pool_);
-  matmul(w.wv, xn_.data(), num_rows_, v_.data(), pool_);
+  kernels::matmul(w.wq, xn_.data(), num_rows_, q_.data(), pool_, precision_);
+  kernels::matmul(w.wk, xn_.data(), num_rows_, k_.data(), pool_, precision_);
+  kernels::matmul(w.wv, xn_.data(), num_rows_, v_.data(), pool_, precision_);
 
   std::int64_t row = 0;
   for (const SequenceStep& s : batch)
@@ -136,7 +136,7 @@ void Engine::attention_block(int layer, std::span<const SequenceStep> batch, cac
     kernels::paged_attention(a, pool_);
     row += n;
   }
-  matmul(w.wo, attn_.data(), num_rows_, tmp_.data(), pool_);
+  kernels::matmul(w.wo, attn_.data(), num_rows_, tmp_.data(), pool_, precision_);
   kernels::add_inplace(x_.data(), tmp_.data(), int(num_rows_ * hidden));
 }
 
@@ -165,10 +165,10 @@ void Engine::ffn_block(int layer) {
   for (std::int64_t r = 0; r < num_rows_; ++r)
     kernels::rmsnorm(&x_[std::size_t(r) * hidden], w.ffn_norm, hidden, config_.rms_eps,
                      &xn_[std::size_t(r) * hidden]);
-  matmul(w.gate, xn_.data(), num_rows_, gate_.data(), pool_);
-  matmul(w.up, xn_.data(), num_rows_, up_.data(), pool_);
+  kernels::matmul(w.gate, xn_.data(), num_rows_, gate_.data(), pool_, precision_);
+  kernels::matmul(w.up, xn_.data(), num_rows_, up_.data(), pool_, precision_);
   kernels::silu_mul(gate_.data(), up_.data(), int(num_rows_ * ffn));
-  matmul(w.down, gate_.data(), num_rows_, tmp_.data(), pool_);
+  kernels::matmul(w.down, gate_.data(), num_rows_, tmp_.data(), pool_, precision_);
   kernels::add_inplace(x_.data(), tmp_.data(), int(num_rows_ * hidden));
 }
 
@@ -185,7 +185,7 @@ void Engine::compute_logits(std::span<const SequenceStep> batch, std::vector<flo
     row += n;
   }
   logits.resize(std::size_t(out_rows) * config_.vocab_size);
-  if (out_rows > 0) matmul(weights_.output, xn_.data(), out_rows, logits.data(), pool_);
+  if (out_rows > 0) kernels::matmul(weights_.output, xn_.data(), out_rows, logits.data(), pool_, precision_);
 }
 
 }  // namespace arbor::model

@@ -45,8 +45,10 @@ struct SequenceStep {
 
 class Engine {
  public:
-  // `weights` (and the file behind them) must outlive the engine.
-  Engine(const LlamaConfig& config, const LlamaWeights& weights, int num_threads);
+  // `weights` (and the file behind them) must outlive the engine. `precision` picks
+  // how activations enter the int8 matmuls (see kernels/cpu/matmul.hpp).
+  Engine(const LlamaConfig& config, const LlamaWeights& weights, int num_threads,
+         kernels::MatmulPrecision precision = kernels::MatmulPrecision::accurate);
 
   const LlamaConfig& config() const { return config_; }
   kernels::ThreadPool& pool() { return pool_; }
@@ -73,6 +75,7 @@ class Engine {
   LlamaConfig config_;
   const LlamaWeights& weights_;
   kernels::ThreadPool pool_;
+  kernels::MatmulPrecision precision_;
   std::int64_t num_rows_ = 0;     // rows in the current step
   std::int64_t capacity_rows_ = 0;
   // Scratch activations, [rows][dim] each.

@@ -56,37 +56,66 @@ void matmul_generic(const WeightMatrix& w, const float* x, std::int64_t m, float
   });
 }
 
-void matmul_int8(const WeightMatrix& w, const float* x, std::int64_t m, float* y, ThreadPool& pool) {
-  const std::int64_t nb = w.cols / 32;
-  thread_local std::vector<std::int8_t> qs;
-  thread_local std::vector<float> ds, ss;
-  qs.resize(std::size_t(m * nb * 32));
-  ds.resize(std::size_t(m * nb));
-  ss.resize(std::size_t(m * nb));
-  std::int8_t* qp = qs.data();
-  float* dp = ds.data();
-  float* sp = ss.data();
+// Quantizes rows [0, m) of x into `terms` 8-bit terms per activation: term t of row i
+// is activation row t * m + i, term 0 quantizes x and term 1 (if any) the residual
+// x - d0 * q0, so the kernels need no change to compute with ~16-bit activations.
+void quantize_terms(const float* x, std::int64_t m, std::int64_t cols, int terms, ThreadPool& pool,
+                    std::int8_t* qs, float* ds, float* ss) {
+  const std::int64_t nb = cols / 32;
+  auto quantize_rows = [&](std::int64_t b, std::int64_t e) {
+    detail::quantize_activations_avx2(x, cols, b, e, qs, ds, ss);
+    if (terms < 2) return;
+    thread_local std::vector<float> residual;
+    residual.resize(std::size_t(cols));
+    for (std::int64_t i = b; i < e; ++i) {
+      const float* xi = x + i * cols;
+      const std::int8_t* q = qs + i * cols;
+      for (std::int64_t c = 0; c < cols; ++c) residual[std::size_t(c)] = xi[c] - ds[i * nb + c / 32] * float(q[c]);
+      detail::quantize_activations_avx2(residual.data(), cols, 0, 1, qs + (m + i) * cols, ds + (m + i) * nb,
+                                        ss + (m + i) * nb);
+    }
+  };
   if (m >= 16 && pool.num_threads() > 1) {
-    pool.parallel_for(m, [&](int, std::int64_t b, std::int64_t e) {
-      detail::quantize_activations_avx2(x, w.cols, b, e, qp, dp, sp);
-    });
+    pool.parallel_for(m, [&](int, std::int64_t b, std::int64_t e) { quantize_rows(b, e); });
   } else {
-    detail::quantize_activations_avx2(x, w.cols, 0, m, qp, dp, sp);
+    quantize_rows(0, m);
   }
-  const detail::QuantizedActivations xa{m, nb, qp, dp, sp};
+}
+
+void matmul_int8(const WeightMatrix& w, const float* x, std::int64_t m, float* y, ThreadPool& pool,
+                 MatmulPrecision precision) {
+  const std::int64_t nb = w.cols / 32;
+  const int terms = precision == MatmulPrecision::accurate ? 2 : 1;
+  const std::int64_t rows = m * terms;  // activation rows the kernels see
+  thread_local std::vector<std::int8_t> qs;
+  thread_local std::vector<float> ds, ss, partial;
+  qs.resize(std::size_t(rows * nb * 32));
+  ds.resize(std::size_t(rows * nb));
+  ss.resize(std::size_t(rows * nb));
+  quantize_terms(x, m, w.cols, terms, pool, qs.data(), ds.data(), ss.data());
+  const detail::QuantizedActivations xa{rows, nb, qs.data(), ds.data(), ss.data()};
+  float* out = y;
+  if (terms > 1) {
+    partial.resize(std::size_t(rows * w.rows));
+    out = partial.data();
+  }
   const bool wide = use_avx512();
   constexpr std::int64_t kTile = 16;
   const std::int64_t num_tiles = (w.rows + kTile - 1) / kTile;
   pool.parallel_for(num_tiles, [&](int, std::int64_t t0, std::int64_t t1) {
     const std::int64_t r0 = t0 * kTile, r1 = std::min(w.rows, t1 * kTile);
-    if (wide) detail::matmul_q8_avx512(w, xa, r0, r1, y);
-    else detail::matmul_q8_avx2(w, xa, r0, r1, y);
+    if (wide) detail::matmul_q8_avx512(w, xa, r0, r1, out);
+    else detail::matmul_q8_avx2(w, xa, r0, r1, out);
+    for (std::int64_t i = 0; terms > 1 && i < m; ++i)  // y = term 0 + term 1
+      for (std::int64_t r = r0; r < r1; ++r)
+        y[i * w.rows + r] = out[i * w.rows + r] + out[(m + i) * w.rows + r];
   });
 }
 
 }  // namespace
 
-void matmul(const WeightMatrix& w, const float* x, std::int64_t m, float* y, ThreadPool& pool) {
+void matmul(const WeightMatrix& w, const float* x, std::int64_t m, float* y, ThreadPool& pool,
+            MatmulPrecision precision) {
   if (!shape_ok(w, m)) {
     assert(false && "matmul: unsupported type or cols not a multiple of the block size");
     if (m > 0 && w.rows > 0) std::fill(y, y + m * w.rows, 0.f);
@@ -95,7 +124,7 @@ void matmul(const WeightMatrix& w, const float* x, std::int64_t m, float* y, Thr
   switch (w.type) {
     case GgmlType::Q4_0:
     case GgmlType::Q4_1:
-    case GgmlType::Q8_0: matmul_int8(w, x, m, y, pool); return;
+    case GgmlType::Q8_0: matmul_int8(w, x, m, y, pool, precision); return;
     default: matmul_generic(w, x, m, y, pool); return;
   }
 }

@@ -90,7 +90,7 @@ int bench_engine(const std::vector<std::string>& argv) {
   std::string error;
   auto args = Args::parse(argv, {"json"}, &error);
   if (!args) return std::fprintf(stderr, "arbor bench engine: %s\n", error.c_str()), kExitInvalid;
-  if (auto bad = args->unknown({"model", "threads", "json", "reps"}); !bad.empty())
+  if (auto bad = args->unknown({"model", "threads", "json", "reps", "precision"}); !bad.empty())
     return std::fprintf(stderr, "arbor bench engine: unknown option %s\n", bad[0].c_str()), kExitInvalid;
   const int threads = int(args->get_int("threads", long(std::thread::hardware_concurrency()), &error));
   const int reps = int(args->get_int("reps", 3, &error));
@@ -101,30 +101,45 @@ int bench_engine(const std::vector<std::string>& argv) {
   if (!loaded) return std::fprintf(stderr, "arbor: %s\n", loaded.error().describe().c_str()), kExitInvalid;
   const model::Model& m = **loaded;
 
-  model::Engine engine(m.config(), m.weights(), threads);
-  const cache::KvGeometry geometry = engine.kv_geometry(16);
-  cache::HostPageAllocator allocator;
-  cache::PagePool pool(geometry, geometry.pages_for(1024) * 8, allocator);
-  auto figures = measure(engine, pool, m.config().vocab_size, reps);
-  if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
+  // Both activation precisions side by side, in one process (the machine is noisy).
+  const std::pair<const char*, kernels::MatmulPrecision> modes[] = {
+      {"accurate", kernels::MatmulPrecision::accurate}, {"fast", kernels::MatmulPrecision::fast}};
+  std::vector<std::pair<std::string, EngineFigures>> results;
+  cache::KvGeometry geometry;
+  for (const auto& [name, precision] : modes) {
+    if (args->has("precision") && args->get("precision") != name) continue;
+    model::Engine engine(m.config(), m.weights(), threads, precision);
+    geometry = engine.kv_geometry(16);
+    cache::HostPageAllocator allocator;
+    cache::PagePool pool(geometry, geometry.pages_for(1024) * 8, allocator);
+    auto figures = measure(engine, pool, m.config().vocab_size, reps);
+    if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
+    results.emplace_back(name, *figures);
+  }
+  if (results.empty())
+    return std::fprintf(stderr, "arbor bench engine: --precision must be accurate or fast\n"), kExitInvalid;
 
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double peak_rss_mb = double(usage.ru_maxrss) / 1024.0;
   if (args->has("json")) {
     nlohmann::json j = {{"model", m.config().name}, {"threads", threads},
-                        {"pp512_tokens_per_s", figures->pp512}, {"tg128_tokens_per_s", figures->tg128},
-                        {"batch8_decode_tokens_per_s", figures->batch8_aggregate},
-                        {"batch8_speedup", figures->batch8_aggregate / figures->tg128},
                         {"kv_bytes_per_token", geometry.bytes_per_token()}, {"peak_rss_mb", peak_rss_mb}};
+    for (const auto& [name, f] : results)
+      j["precision"][name] = {{"pp512_tokens_per_s", f.pp512}, {"tg128_tokens_per_s", f.tg128},
+                              {"batch8_decode_tokens_per_s", f.batch8_aggregate},
+                              {"batch8_speedup", f.batch8_aggregate / f.tg128}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("model            %s (%s)\n", m.config().name.c_str(), path.c_str());
     std::printf("threads          %d\n", threads);
-    std::printf("pp512            %8.1f tokens/s\n", figures->pp512);
-    std::printf("tg128            %8.1f tokens/s\n", figures->tg128);
-    std::printf("decode batch 8   %8.1f tokens/s aggregate (%.2fx batch 1)\n", figures->batch8_aggregate,
-                figures->batch8_aggregate / figures->tg128);
+    for (const auto& [name, f] : results) {
+      std::printf("[%s activations]\n", name.c_str());
+      std::printf("  pp512          %8.1f tokens/s\n", f.pp512);
+      std::printf("  tg128          %8.1f tokens/s\n", f.tg128);
+      std::printf("  decode batch 8 %8.1f tokens/s aggregate (%.2fx batch 1)\n", f.batch8_aggregate,
+                  f.batch8_aggregate / f.tg128);
+    }
     std::printf("KV per token     %zu bytes (f16)\n", geometry.bytes_per_token());
     std::printf("peak RSS         %.1f MB\n", peak_rss_mb);
   }

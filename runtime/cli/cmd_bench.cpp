@@ -9,7 +9,7 @@ namespace {
 int run_bench(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help") {
     std::printf(
-        "usage: arbor bench engine   [--model PATH] [--threads N] [--reps N] [--json]\n");
+        "usage: arbor bench engine   [--model PATH] [--threads N] [--reps N] [--precision accurate|fast] [--json]\n");
     return args.empty() ? kExitInvalid : kExitOk;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());

@@ -24,9 +24,12 @@ bool is_int8_path(GgmlType t) {
 
 // Checks y against the reference with a per-element bound derived from the error
 // sources: for the int8 paths, activation quantization moves each x by at most half a
-// quantization step (max|x| of its 32-block / 254); f32 paths only round.
+// quantization step (max|x| of its 32-block / 254); the accurate precision quantizes
+// that residual again, which shrinks the step at least 127-fold; f32 paths only round.
 void check(const WeightMatrix& w, const std::vector<float>& x, std::int64_t m,
-           const std::vector<float>& y, const std::vector<float>& ref, const std::string& what) {
+           const std::vector<float>& y, const std::vector<float>& ref, const std::string& what,
+           MatmulPrecision precision = MatmulPrecision::fast) {
+  const double step_scale = precision == MatmulPrecision::accurate ? 1.0 / 127.0 : 1.0;
   std::vector<float> row(std::size_t(w.cols));
   std::vector<float> half_step(x.size());
   for (std::int64_t i = 0; i < m; ++i) {
@@ -44,7 +47,7 @@ void check(const WeightMatrix& w, const std::vector<float>& x, std::int64_t m,
         abs_sum += std::fabs(double(row[c]) * x[i * w.cols + c]);
         quant_err += std::fabs(double(row[c])) * half_step[i * w.cols + c];
       }
-      const double bound = (is_int8_path(w.type) ? quant_err * 1.001 : 0.0) + 2e-5 * abs_sum + 1e-6;
+      const double bound = (is_int8_path(w.type) ? quant_err * step_scale * 1.001 : 0.0) + 2e-5 * abs_sum + 1e-6;
       const float got = y[i * w.rows + r], want = ref[i * w.rows + r];
       ASSERT_LE(std::fabs(double(got) - want), bound)
           << what << " row " << r << " act " << i << ": got " << got << " want " << want;
@@ -70,12 +73,16 @@ TEST(Matmul, AllTypesMatchReference) {
       matmul_reference(w, x.data(), s.m, ref.data());
       for_each_isa([&](bool avx512) {
         for (ThreadPool* pool : {&pool1, &pool2}) {
-          std::vector<float> y(ref.size(), NAN);
-          matmul(w, x.data(), s.m, y.data(), *pool);
-          check(w, x, s.m, y, ref,
-                std::string(type_name(type)) + (avx512 ? " avx512" : " avx2") + " rows " +
-                    std::to_string(s.rows) + " cols " + std::to_string(s.cols) + " m " +
-                    std::to_string(s.m) + " threads " + std::to_string(pool->num_threads()));
+          for (MatmulPrecision precision : {MatmulPrecision::fast, MatmulPrecision::accurate}) {
+            std::vector<float> y(ref.size(), NAN);
+            matmul(w, x.data(), s.m, y.data(), *pool, precision);
+            check(w, x, s.m, y, ref,
+                  std::string(type_name(type)) + (avx512 ? " avx512" : " avx2") + " rows " +
+                      std::to_string(s.rows) + " cols " + std::to_string(s.cols) + " m " +
+                      std::to_string(s.m) + " threads " + std::to_string(pool->num_threads()) +
+                      (precision == MatmulPrecision::accurate ? " accurate" : " fast"),
+                  precision);
+          }
         }
       });
     }
@@ -94,9 +101,11 @@ TEST(Matmul, SmolLmShapesQ4_1AndQ8_0) {
       std::vector<float> ref(std::size_t(s.m * s.rows));
       matmul_reference(w, x.data(), s.m, ref.data());
       for_each_isa([&](bool avx512) {
-        std::vector<float> y(ref.size(), NAN);
-        matmul(w, x.data(), s.m, y.data(), pool);
-        check(w, x, s.m, y, ref, std::string(type_name(type)) + (avx512 ? " avx512" : " avx2"));
+        for (MatmulPrecision precision : {MatmulPrecision::fast, MatmulPrecision::accurate}) {
+          std::vector<float> y(ref.size(), NAN);
+          matmul(w, x.data(), s.m, y.data(), pool, precision);
+          check(w, x, s.m, y, ref, std::string(type_name(type)) + (avx512 ? " avx512" : " avx2"), precision);
+        }
       });
     }
   }
