@@ -7,6 +7,14 @@
 namespace arbor::actors {
 
 ActorConfig::ActorConfig() {
+  // The cache actor computes on its own (detached) thread and its engine's pool; every
+  // other actor only routes messages. One CAF worker that stops polling quickly leaves
+  // the cores to the engine: with CAF's defaults (a worker per core, aggressive
+  // polling) idle workers steal CPU from the engine's pool and halve decode speed.
+  set("scheduler.max-threads", std::size_t{1});
+  set("work-stealing.aggressive-poll-attempts", std::size_t{20});
+  set("work-stealing.moderate-poll-attempts", std::size_t{50});
+  set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds(200)});
   add_message_type<SamplingParams>("arbor.SamplingParams");
   add_message_type<SeqRequest>("arbor.SeqRequest");
   add_message_type<SeqResult>("arbor.SeqResult");

@@ -52,7 +52,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerConfig config) {
                                        : std::max(1, int(std::thread::hardware_concurrency()));
   std::unique_ptr<Scheduler> s(new Scheduler(std::move(config)));
   const auto& m = *s->config_.model;
-  s->engine_ = std::make_unique<model::Engine>(m.config(), m.weights(), threads);
+  s->engine_ = std::make_unique<model::Engine>(m.config(), m.weights(), threads, s->config_.precision);
   const auto geometry = s->engine_->kv_geometry(s->config_.page_size);
   cache::PrefixCacheConfig pc;
   pc.num_pages = s->config_.num_pages;

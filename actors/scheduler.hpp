@@ -58,6 +58,7 @@ struct SchedulerConfig {
   int num_pages = 0;
   cache::EvictionPolicyKind eviction = cache::EvictionPolicyKind::lru;
   bool prefix_caching = true;
+  kernels::MatmulPrecision precision = kernels::MatmulPrecision::accurate;
   int prefill_chunk = 256;
   int max_step_tokens = 1024;
   int max_pinned_pages = 0;  // 0 = half the pool

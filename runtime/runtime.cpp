@@ -27,6 +27,8 @@ Result<void> check_config(const RuntimeConfig& c) {
   if (c.prefill_chunk <= 0 || c.max_step_tokens <= 0)
     return fail(ErrorCode::invalid_argument, "prefill_chunk and max_step_tokens must be positive");
   if (c.num_threads < 0) return fail(ErrorCode::invalid_argument, "num_threads must be >= 0");
+  if (c.precision != "accurate" && c.precision != "fast")
+    return fail(ErrorCode::invalid_argument, "precision must be 'accurate' or 'fast' (got '" + c.precision + "')");
   return {};
 }
 
@@ -132,6 +134,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   sc.num_pages = int(num_pages);
   sc.eviction = *eviction;
   sc.prefix_caching = config.prefix_caching;
+  sc.precision = config.precision == "fast" ? kernels::MatmulPrecision::fast : kernels::MatmulPrecision::accurate;
   sc.prefill_chunk = config.prefill_chunk;
   sc.max_step_tokens = config.max_step_tokens;
   sc.max_pinned_pages = int(config.max_pinned_pages);

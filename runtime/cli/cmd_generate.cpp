@@ -14,7 +14,7 @@ void print_usage() {
   std::fprintf(stderr,
                "usage: arbor generate --prompt TEXT [--system TEXT] [--max-tokens N] [--temperature T]\n"
                "                      [--top-p P] [--top-k K] [--seed S] [--stop STR ...] [--raw] [--json]\n"
-               "                      [--model PATH] [--threads N] [--kv-mem MB]\n");
+               "                      [--model PATH] [--threads N] [--kv-mem MB] [--precision accurate|fast]\n");
 }
 
 int run_generate(const std::vector<std::string>& argv) {

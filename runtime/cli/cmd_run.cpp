@@ -20,7 +20,7 @@ void print_usage() {
   std::fprintf(stderr,
                "usage: arbor run WF.json [WF2.json ...] [--input k=v ...] [--json] [--no-cache]\n"
                "                 [--kv-mem MB] [--page-size N] [--eviction lru|lfu|workflow]\n"
-               "                 [--threads N] [--model PATH]\n");
+               "                 [--threads N] [--model PATH] [--precision accurate|fast]\n");
 }
 
 // Live one-line progress on stderr: agents running/done, decode tokens/s, hit rate.

@@ -15,6 +15,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: arbor serve [--host 127.0.0.1] [--port 8080] [--config FILE] [--model PATH]\n"
     "                   [--threads N] [--kv-mem MB] [--io-threads N] [--no-cache]\n"
+    "                   [--precision accurate|fast]\n"
     "Serves the runtime over HTTP:\n"
     "  GET  /                       live cache dashboard\n"
     "  GET  /health, /v1/models, /metrics (Prometheus)\n"
@@ -36,7 +37,7 @@ int run_serve(const std::vector<std::string>& argv) {
     return std::fprintf(stderr, "arbor serve: unexpected argument '%s'\n%s", args->positional()[0].c_str(), kUsage),
            kExitInvalid;
   if (auto unknown = args->unknown({"help", "host", "port", "config", "model", "threads", "kv-mem", "io-threads",
-                                    "no-cache"});
+                                    "no-cache", "precision"});
       !unknown.empty())
     return std::fprintf(stderr, "arbor serve: unknown option %s (try --help)\n", unknown[0].c_str()), kExitInvalid;
 
@@ -54,6 +55,7 @@ int run_serve(const std::vector<std::string>& argv) {
       static_cast<std::size_t>(args->get_int("kv-mem", static_cast<long>(config.runtime.kv_memory_mb), &error));
   config.io_threads = static_cast<int>(args->get_int("io-threads", config.io_threads, &error));
   if (args->has("no-cache")) config.runtime.prefix_caching = false;
+  config.runtime.precision = args->get("precision", config.runtime.precision);
   if (args->has("model")) config.runtime.model_path = args->get("model");
   if (!error.empty()) return std::fprintf(stderr, "arbor serve: %s\n", error.c_str()), kExitInvalid;
   if (config.port < 0 || config.port > 65535 || config.io_threads < 1 || config.runtime.kv_memory_mb < 1)

@@ -5,7 +5,7 @@
 namespace arbor::cli {
 
 const std::vector<std::string>& runtime_option_names() {
-  static const std::vector<std::string> names = {"model", "threads", "kv-mem", "page-size", "eviction", "no-cache"};
+  static const std::vector<std::string> names = {"model", "threads", "kv-mem", "page-size", "eviction", "no-cache", "precision"};
   return names;
 }
 
@@ -16,12 +16,15 @@ bool runtime_config_from(const Args& args, RuntimeConfig& config, std::string* e
   config.page_size = int(args.get_int("page-size", config.page_size, error));
   config.eviction = args.get("eviction", config.eviction);
   config.prefix_caching = !args.has("no-cache");
+  config.precision = args.get("precision", config.precision);
   if (!error->empty()) return false;
   if (config.num_threads < 0) *error = "--threads must be >= 0 (0 = all cores)";
   else if (config.kv_memory_mb < 1) *error = "--kv-mem must be at least 1 (MB)";
   else if (config.page_size < 1 || config.page_size > 1024) *error = "--page-size must be in 1..1024";
   else if (config.eviction != "lru" && config.eviction != "lfu" && config.eviction != "workflow")
     *error = "--eviction must be lru, lfu or workflow, got '" + config.eviction + "'";
+  else if (config.precision != "accurate" && config.precision != "fast")
+    *error = "--precision must be accurate or fast, got '" + config.precision + "'";
   return error->empty();
 }
 

@@ -38,6 +38,10 @@ struct RuntimeConfig {
   int page_size = 16;                // tokens per page
   std::string eviction = "lru";      // "lru" | "lfu" | "workflow" (priority by pending readers)
   bool prefix_caching = true;        // false = compute every prompt in full (baseline)
+  // Activations in the int8 matmuls: "accurate" (two 8-bit terms; matches a float64
+  // reference to ~0.01 logits) or "fast" (one term, llama.cpp's numerics; ~2x faster
+  // prefill, ~0.2 logits of drift that can flip near-tied greedy choices).
+  std::string precision = "accurate";
   int prefill_chunk = 256;           // max prompt tokens of one sequence per engine step
   int max_step_tokens = 1024;        // token budget of one engine step (decode + prefill)
   std::size_t max_pinned_pages = 0;  // cap on pages pinned for pending agents; 0 = half the pool
