@@ -5,6 +5,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${ARBOR_BUILD_DIR:-$root/build}"
 "$root/scripts/install_deps.sh"
+"$root/scripts/install_test_tools.sh"  # openai (pip) and chromium for the server's client tests
 "$root/scripts/fetch_model.sh"
 "$root/scripts/build.sh"
 cd "$build"
