@@ -9,16 +9,18 @@ namespace {
 int run_bench(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help") {
     std::printf(
-        "usage: arbor bench engine   [--model PATH] [--threads N] [--reps N] [--precision accurate|fast] [--json]\n");
+        "usage: arbor bench engine   [--model PATH] [--threads N] [--reps N] [--precision accurate|fast] [--json]\n"
+        "       arbor bench workflow [--agents 1,2,4,8,16] [--max-tokens 32] [--threads N] [--precision P] [--json]\n");
     return args.empty() ? kExitInvalid : kExitOk;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "engine") return bench_engine(rest);
-  std::fprintf(stderr, "arbor bench: unknown benchmark '%s' (engine)\n", args[0].c_str());
+  if (args[0] == "workflow") return bench_workflow(rest);
+  std::fprintf(stderr, "arbor bench: unknown benchmark '%s' (engine, workflow)\n", args[0].c_str());
   return kExitInvalid;
 }
 
-ARBOR_CLI_COMMAND("bench", "benchmarks: engine (pp512, tg128, batched decode)",
+ARBOR_CLI_COMMAND("bench", "benchmarks: engine (pp512, tg128, batched decode), workflow (N sub-agents, cache on/off)",
                   run_bench);
 
 }  // namespace

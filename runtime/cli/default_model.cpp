@@ -4,16 +4,17 @@
 
 namespace arbor::cli {
 
-std::string default_model_path() {
+std::string find_project_file(const std::string& relative) {
   namespace fs = std::filesystem;
-  const fs::path name = fs::path("models") / "SmolLM2-135M-Instruct.Q4_1.gguf";
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
-      if (fs::exists(dir / name)) return (dir / name).string();
+      if (fs::exists(dir / relative)) return (dir / relative).string();
   }
-  return name.string();
+  return relative;
 }
+
+std::string default_model_path() { return find_project_file("models/SmolLM2-135M-Instruct.Q4_1.gguf"); }
 
 }  // namespace arbor::cli

@@ -1,0 +1,156 @@
+// `arbor bench workflow`: N sub-agents fan out over one shared document (~1000
+// tokens), each with its own ~64-token task, 32 generated tokens each; every N is run
+// with the prefix cache on and off, side by side in one process.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/cli/bench.hpp"
+#include "runtime/cli/command.hpp"
+#include "runtime/cli/default_model.hpp"
+#include "runtime/cli/runtime_options.hpp"
+
+namespace arbor::cli {
+namespace {
+
+const char* const kQuestions[] = {
+    "Who built the first transistor, and when?", "Why did engineers want to replace vacuum tubes?",
+    "What is a point-contact transistor?", "Why did silicon replace germanium?",
+    "Who invented the integrated circuit?", "What is a MOSFET?", "What does Moore's law say?",
+    "What is a FinFET?", "What was the transistor radio?", "What is a bipolar junction transistor?",
+    "Where was the transistor invented?", "What did the planar process change?",
+    "What is doping in a semiconductor?", "Why are transistors called switches?",
+    "What limits how small a transistor can be?", "What is gate-all-around?"};
+
+// The shared document comes from the research-team example; the task pads each
+// question with the same instructions, to about 64 tokens.
+std::string workflow_json(int num_agents, int max_tokens) {
+  nlohmann::json questions = nlohmann::json::array();
+  for (int i = 0; i < num_agents; ++i) questions.push_back(kQuestions[i % 16]);
+  nlohmann::json wf = {
+      {"name", "bench_fanout_" + std::to_string(num_agents)},
+      {"tenant", "bench"},
+      {"inputs", {{"questions", {{"default", questions}}}}},
+      {"defaults", {{"generation", {{"max_tokens", max_tokens}, {"temperature", 0}}}, {"timeout_ms", 600000}}},
+      {"prefixes",
+       {{"doc",
+         {{"system", "You are a member of a research team. Answer only from the background document below."},
+          {"documents", {{{"title", "A short history of the transistor"}, {"file", "docs/transistor_history.md"}}}}}}}},
+      {"agents",
+       {{{"id", "agent"},
+         {"prefix", "doc"},
+         {"for_each", {{"input", "questions"}}},
+         {"task",
+          "You are researcher number {{index}} of the team. Your question is: {{item}}\n"
+          "Answer it in two or three plain sentences, quoting the document where you can, "
+          "without lists, headings or any text that is not part of the answer."}}}}};
+  return wf.dump();
+}
+
+struct Figures {
+  double wall_ms = 0, ttft_median_ms = 0, ttft_max_ms = 0, decode_tokens_per_s = 0;
+  std::uint64_t prompt_tokens = 0, computed_tokens = 0, cached_tokens = 0, generated_tokens = 0;
+  std::uint64_t ideal_prefill = 0;  // P + sum of suffixes
+};
+
+Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, const std::string& base_dir) {
+  auto runtime = Runtime::create(config);
+  if (!runtime) return std::unexpected(runtime.error());
+  auto handle = (*runtime)->start(workflow_json(num_agents, max_tokens), {}, {}, true, std::nullopt, base_dir);
+  if (!handle) return std::unexpected(handle.error());
+  const RunResult run = handle->wait();
+  if (run.status != "ok") return fail(ErrorCode::failed, "benchmark run failed: " + run.error);
+  const CacheStats stats = (*runtime)->cache_stats();
+  Figures f;
+  f.wall_ms = run.wall_ms;
+  f.prompt_tokens = stats.prompt_tokens;
+  f.computed_tokens = stats.computed_tokens;
+  f.cached_tokens = stats.cached_tokens;
+  f.generated_tokens = stats.generated_tokens;
+  std::vector<double> ttft;
+  double decode_window_ms = 0;
+  std::size_t shared = 0;  // the prefix every agent shares, in tokens: the longest hit
+  for (const AgentResult& a : run.agents) {
+    ttft.push_back(a.ttft_ms);
+    decode_window_ms = std::max(decode_window_ms, a.duration_ms - a.ttft_ms);
+    shared = std::max(shared, a.cached_tokens);
+  }
+  std::sort(ttft.begin(), ttft.end());
+  f.ttft_median_ms = ttft[ttft.size() / 2];
+  f.ttft_max_ms = ttft.back();
+  f.decode_tokens_per_s = decode_window_ms > 0 ? 1000.0 * double(f.generated_tokens) / decode_window_ms : 0;
+  // P + sum of suffixes: every prompt token once, except the shared prefix, counted
+  // once instead of N times (meaningful for the cache-on run, whose hits give P).
+  f.ideal_prefill = f.prompt_tokens - (run.agents.size() - 1) * shared;
+  return f;
+}
+
+std::vector<int> parse_counts(const std::string& text, std::string* error) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const int n = std::atoi(item.c_str());
+    if (n < 1 || n > 64) {
+      *error = "--agents takes a comma list of counts in 1..64, got '" + item + "'";
+      return {};
+    }
+    out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace
+
+int bench_workflow(const std::vector<std::string>& argv) {
+  std::string error;
+  auto args = Args::parse(argv, {"json", "no-cache"}, &error);
+  if (!args) return std::fprintf(stderr, "arbor bench workflow: %s\n", error.c_str()), kExitInvalid;
+  std::vector<std::string> known = {"json", "agents", "max-tokens"};
+  for (const auto& n : runtime_option_names()) known.push_back(n);
+  if (auto bad = args->unknown(known); !bad.empty())
+    return std::fprintf(stderr, "arbor bench workflow: unknown option %s\n", bad[0].c_str()), kExitInvalid;
+  RuntimeConfig config;
+  const auto counts = parse_counts(args->get("agents", "1,2,4,8,16"), &error);
+  const int max_tokens = int(args->get_int("max-tokens", 32, &error));
+  if (!error.empty() || !runtime_config_from(*args, config, &error))
+    return std::fprintf(stderr, "arbor bench workflow: %s\n", error.c_str()), kExitInvalid;
+  const std::string base_dir = find_project_file("workflows/examples");
+
+  nlohmann::json doc = {{"threads", config.num_threads}, {"precision", config.precision}, {"runs", nlohmann::json::array()}};
+  if (!args->has("json"))
+    std::printf("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s\n", "agents", "cache", "wall_ms", "prompt", "computed",
+                "ideal", "ttft_med", "ttft_max", "decode/s", "speedup");
+  for (int n : counts) {
+    Figures on, off;
+    for (bool cache : {true, false}) {
+      config.prefix_caching = cache;
+      auto f = run_once(config, n, max_tokens, base_dir);
+      if (!f) return std::fprintf(stderr, "arbor bench workflow: %s\n", f.error().describe().c_str()), kExitFailed;
+      (cache ? on : off) = *f;
+    }
+    for (bool cache : {true, false}) {
+      const Figures& f = cache ? on : off;
+      const double speedup = off.wall_ms / on.wall_ms;
+      if (args->has("json")) {
+        doc["runs"].push_back({{"agents", n}, {"cache", cache}, {"wall_ms", f.wall_ms},
+                               {"prompt_tokens", f.prompt_tokens}, {"computed_tokens", f.computed_tokens},
+                               {"ideal_prefill_tokens", on.ideal_prefill}, {"generated_tokens", f.generated_tokens},
+                               {"ttft_median_ms", f.ttft_median_ms}, {"ttft_max_ms", f.ttft_max_ms},
+                               {"decode_tokens_per_s", f.decode_tokens_per_s},
+                               {"speedup_vs_no_cache", cache ? speedup : 1.0}});
+      } else {
+        std::printf("%6d %5s %9.0f %8llu %8llu %9llu %9.0f %9.0f %9.1f %10s\n", n, cache ? "on" : "off", f.wall_ms,
+                    (unsigned long long)f.prompt_tokens, (unsigned long long)f.computed_tokens,
+                    (unsigned long long)on.ideal_prefill, f.ttft_median_ms, f.ttft_max_ms, f.decode_tokens_per_s,
+                    cache ? (std::to_string(speedup).substr(0, 4) + "x").c_str() : "");
+      }
+    }
+  }
+  if (args->has("json")) std::printf("%s\n", doc.dump(2).c_str());
+  return kExitOk;
+}
+
+}  // namespace arbor::cli
