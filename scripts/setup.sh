@@ -7,5 +7,5 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/fetch_model.sh"
 "$root/scripts/build.sh"
 cd "$root"
-echo "[arbor] running the main job"
-./build/arbor generate --prompt "What is the capital of France?" --max-tokens 32
+echo "[arbor] running the main job: workflows/examples/research_team.json"
+./build/arbor run workflows/examples/research_team.json
