@@ -4,56 +4,27 @@
 
 namespace arbor::server {
 
-const char* event_kind_name(Event::Kind kind) {
-  switch (kind) {
-    case Event::Kind::run_started: return "run_started";
-    case Event::Kind::agent_started: return "agent_started";
-    case Event::Kind::token: return "token";
-    case Event::Kind::agent_finished: return "agent_finished";
-    case Event::Kind::run_finished: return "run_finished";
-  }
-  return "unknown";
-}
-
+// The runtime's CacheStats document (to_json), reshaped for the API: "global" for an
+// admin, only the pool size otherwise, and the tenants the caller may see, each with
+// its own hit ratio.
 nlohmann::ordered_json cache_stats_json(const CacheStats& s, const std::string* only_tenant) {
-  nlohmann::ordered_json j;
-  auto tenant_json = [](const TenantCacheStats& t) {
-    nlohmann::ordered_json o;
-    o["lookups"] = t.lookups;
-    o["hit_tokens"] = t.hit_tokens;
-    o["miss_tokens"] = t.miss_tokens;
-    o["inserted_tokens"] = t.inserted_tokens;
-    o["evicted_pages"] = t.evicted_pages;
-    o["used_pages"] = t.used_pages;
-    o["quota_pages"] = t.quota_pages;
-    o["num_sequences"] = t.num_sequences;
-    const auto looked = t.hit_tokens + t.miss_tokens;
-    o["hit_ratio"] = looked ? double(t.hit_tokens) / double(looked) : 0.0;
-    return o;
-  };
-  if (!only_tenant) {
-    nlohmann::ordered_json g;
-    g["prompt_tokens"] = s.prompt_tokens;
-    g["cached_tokens"] = s.cached_tokens;
-    g["computed_tokens"] = s.computed_tokens;
-    g["generated_tokens"] = s.generated_tokens;
-    g["hit_ratio"] = s.hit_ratio;
-    g["pages_total"] = s.pages_total;
-    g["pages_used"] = s.pages_used;
-    g["pages_free"] = s.pages_free;
-    g["pages_locked"] = s.pages_locked;
-    g["pages_cached_idle"] = s.pages_cached_idle;
-    g["evictions"] = s.evictions;
-    g["live_sequences"] = s.live_sequences;
-    g["queued_requests"] = s.queued_requests;
-    j["global"] = std::move(g);
-  } else {
-    j["pool"] = {{"pages_total", s.pages_total}};
-  }
+  nlohmann::ordered_json all = nlohmann::ordered_json::parse(to_json(s));
   nlohmann::ordered_json tenants = nlohmann::ordered_json::object();
-  for (const auto& [name, t] : s.tenants)
-    if (!only_tenant || *only_tenant == name) tenants[name] = tenant_json(t);
-  if (only_tenant && !tenants.contains(*only_tenant)) tenants[*only_tenant] = tenant_json({});
+  for (auto& [name, t] : all["tenants"].items()) {
+    if (only_tenant && *only_tenant != name) continue;
+    const auto hits = t["hit_tokens"].get<double>(), looked = hits + t["miss_tokens"].get<double>();
+    t["hit_ratio"] = looked > 0 ? hits / looked : 0.0;
+    tenants[name] = t;
+  }
+  if (only_tenant && !tenants.contains(*only_tenant)) {
+    nlohmann::ordered_json empty = nlohmann::ordered_json::parse(to_json(CacheStats{.tenants = {{*only_tenant, {}}}}));
+    tenants[*only_tenant] = empty["tenants"][*only_tenant];
+    tenants[*only_tenant]["hit_ratio"] = 0.0;
+  }
+  all.erase("tenants");
+  nlohmann::ordered_json j;
+  if (only_tenant) j["pool"] = {{"pages_total", s.pages_total}};
+  else j["global"] = std::move(all);
   j["tenants"] = std::move(tenants);
   return j;
 }
@@ -75,7 +46,7 @@ bool RunEntry::finished() const {
 
 std::string RunEntry::frame(const Event& e) {
   nlohmann::ordered_json j;
-  j["type"] = event_kind_name(e.kind);
+  j["type"] = to_string(e.kind);
   j["run_id"] = e.run_id;
   if (!e.agent_id.empty()) j["agent_id"] = e.agent_id;
   if (e.kind == Event::Kind::token) {
@@ -87,7 +58,7 @@ std::string RunEntry::frame(const Event& e) {
   if (!e.status.empty()) j["status"] = e.status;
   if (e.kind == Event::Kind::agent_finished || e.kind == Event::Kind::run_finished)
     j["cache"] = cache_stats_json(e.cache, &tenant_);  // the run's tenant only
-  return sse_data(j, event_kind_name(e.kind));
+  return sse_data(j, to_string(e.kind));
 }
 
 bool RunEntry::publish(const Event& event) {

@@ -69,6 +69,5 @@ class RunRegistry {
 
 // The JSON of CacheStats; `only_tenant` set: that tenant's figures and the pool size only.
 nlohmann::ordered_json cache_stats_json(const CacheStats& stats, const std::string* only_tenant);
-const char* event_kind_name(Event::Kind kind);
 
 }  // namespace arbor::server
