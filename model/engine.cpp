@@ -107,19 +107,25 @@ void Engine::attention_block(int layer, std::span<const SequenceStep> batch, cac
     }
   store_kv(layer, batch, kv);
 
+  // One attention call for the whole batch: decode rows of sequences that share
+  // prefix pages read (and convert) each shared page once.
   const cache::KvGeometry& g = kv.geometry();
+  const std::size_t k_off = g.offset(layer, cache::KvKind::key, 0, 0);
+  const std::size_t v_off = g.offset(layer, cache::KvKind::value, 0, 0);
+  std::size_t total_pages = 0;
+  for (const SequenceStep& s : batch) total_pages += std::size_t(g.pages_for(s.start_pos + int(s.tokens.size())));
+  k_pages_.resize(total_pages);
+  v_pages_.resize(total_pages);
+  attention_args_.clear();
   row = 0;
+  std::size_t first_page = 0;
   for (const SequenceStep& s : batch) {
     const int n = int(s.tokens.size());
     const int num_pages = g.pages_for(s.start_pos + n);
-    k_pages_.resize(std::size_t(num_pages));
-    v_pages_.resize(std::size_t(num_pages));
-    const std::size_t k_off = g.offset(layer, cache::KvKind::key, 0, 0);
-    const std::size_t v_off = g.offset(layer, cache::KvKind::value, 0, 0);
     for (int p = 0; p < num_pages; ++p) {
       const std::uint16_t* base = kv.page_data(s.pages[std::size_t(p)]);
-      k_pages_[std::size_t(p)] = base + k_off;
-      v_pages_[std::size_t(p)] = base + v_off;
+      k_pages_[first_page + std::size_t(p)] = base + k_off;
+      v_pages_[first_page + std::size_t(p)] = base + v_off;
     }
     kernels::PagedAttentionArgs a;
     a.q = &q_[std::size_t(row) * hidden];
@@ -130,12 +136,14 @@ void Engine::attention_block(int layer, std::span<const SequenceStep> batch, cac
     a.num_kv_heads = config_.num_kv_heads;
     a.head_dim = config_.head_dim;
     a.page_size = g.page_size;
-    a.k_pages = k_pages_.data();
-    a.v_pages = v_pages_.data();
+    a.k_pages = k_pages_.data() + first_page;
+    a.v_pages = v_pages_.data() + first_page;
     a.scale = 1.f / std::sqrt(float(config_.head_dim));
-    kernels::paged_attention(a, pool_);
+    attention_args_.push_back(a);
     row += n;
+    first_page += std::size_t(num_pages);
   }
+  kernels::paged_attention_batch(attention_args_.data(), int(attention_args_.size()), pool_);
   kernels::matmul(w.wo, attn_.data(), num_rows_, tmp_.data(), pool_, precision_);
   kernels::add_inplace(x_.data(), tmp_.data(), int(num_rows_ * hidden));
 }

@@ -22,6 +22,7 @@
 
 #include "cache/kv_geometry.hpp"
 #include "common/result.hpp"
+#include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "model/llama_config.hpp"
 #include "model/llama_weights.hpp"
@@ -80,7 +81,8 @@ class Engine {
   std::int64_t capacity_rows_ = 0;
   // Scratch activations, [rows][dim] each.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_;
-  std::vector<const std::uint16_t*> k_pages_, v_pages_;
+  std::vector<const std::uint16_t*> k_pages_, v_pages_;  // every sequence's, back to back
+  std::vector<kernels::PagedAttentionArgs> attention_args_;
 };
 
 }  // namespace arbor::model
