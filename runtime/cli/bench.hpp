@@ -9,5 +9,6 @@ namespace arbor::cli {
 
 int bench_engine(const std::vector<std::string>& args);
 int bench_workflow(const std::vector<std::string>& args);
+int bench_serve(const std::vector<std::string>& args);
 
 }  // namespace arbor::cli
