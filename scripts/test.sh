@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, fetch the default model, build with
-# -j2, run every test with ctest. Exits non-zero if anything fails.
+# -j2, run the lower layers' tests under AddressSanitizer + UBSan, then every test with
+# ctest. Exits non-zero if anything fails. ARBOR_SKIP_SANITIZE=1 skips the sanitizer stage.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${ARBOR_BUILD_DIR:-$root/build}"
@@ -8,5 +9,19 @@ build="${ARBOR_BUILD_DIR:-$root/build}"
 "$root/scripts/install_test_tools.sh"  # openai (pip) and chromium for the server's client tests
 "$root/scripts/fetch_model.sh"
 "$root/scripts/build.sh"
+
+if [ "${ARBOR_SKIP_SANITIZE:-0}" != 1 ]; then
+  echo "[arbor] sanitizer stage: ASan + UBSan build of the common/kernels/cache/model/workflows tests"
+  asan="$root/build-asan"
+  [ -f "$asan/CMakeCache.txt" ] || cmake -S "$root" -B "$asan" -DARBOR_SANITIZE=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBOR_BENCH=OFF >/dev/null
+  suites=(arbor_common_tests arbor_kernels_tests arbor_cache_tests arbor_model_tests arbor_workflows_tests)
+  cmake --build "$asan" -j "${ARBOR_JOBS:-2}" --target "${suites[@]}" >/dev/null
+  for s in "${suites[@]}"; do
+    echo "[arbor] sanitizer: $s"
+    "$asan/tests/$s" --gtest_brief=1
+  done
+fi
+
 cd "$build"
 ctest --output-on-failure -j "${ARBOR_TEST_JOBS:-2}" --timeout 900
