@@ -40,6 +40,20 @@ TEST(Generate, SharedSystemPromptHitsWithinATenantOnly) {
   EXPECT_TRUE(rt->cache_tree("nobody").empty());
 }
 
+// Functional check on the default model with its chat template (the model's default
+// system message included): the greedy answer names Paris.
+TEST(Generate, GreedyAnswerToTheCapitalOfFranceMentionsParis) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  GenerateRequest req;
+  req.messages = {{"user", "What is the capital of France?"}};
+  req.sampling.max_tokens = 16;
+  auto reply = rt->generate(req);
+  ASSERT_TRUE(reply) << reply.error().describe();
+  EXPECT_NE(reply->text.find("Paris"), std::string::npos) << reply->text;
+  expect_clean(*rt);
+}
+
 TEST(Generate, StreamedPiecesMakeTheTextAndStopStringsCut) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
