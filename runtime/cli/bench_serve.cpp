@@ -286,21 +286,6 @@ Result<Figures> run_once(const RuntimeConfig& runtime_config, int num_clients, i
   return figures;
 }
 
-std::vector<int> parse_counts(const std::string& text, std::string* error) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    const int n = std::atoi(item.c_str());
-    if (n < 1 || n > 64) {
-      *error = "--clients takes a comma list of counts in 1..64, got '" + item + "'";
-      return {};
-    }
-    out.push_back(n);
-  }
-  if (out.empty()) *error = "--clients needs at least one count, e.g. --clients 1,8,32";
-  return out;
-}
-
 }  // namespace
 
 int bench_serve(const std::vector<std::string>& argv) {
@@ -316,7 +301,7 @@ int bench_serve(const std::vector<std::string>& argv) {
     return std::fprintf(stderr, "arbor bench serve: unexpected argument '%s'\n", args->positional()[0].c_str()),
            kExitInvalid;
   RuntimeConfig config;
-  const auto counts = parse_counts(args->get("clients", "1,8,32"), &error);
+  const auto counts = args->get_int_list("clients", "1,8,32", 1, 64, &error);
   const int fixed_per_client = int(args->get_int("requests-per-client", 0, &error));
   const int max_tokens = int(args->get_int("max-tokens", 32, &error));
   if (error.empty() && (fixed_per_client < 0 || fixed_per_client > 1000))

@@ -2,9 +2,7 @@
 // tokens), each with its own ~64-token task, 32 generated tokens each; every N is run
 // with the prefix cache on and off, side by side in one process.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -88,20 +86,6 @@ Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, c
   return f;
 }
 
-std::vector<int> parse_counts(const std::string& text, std::string* error) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    const int n = std::atoi(item.c_str());
-    if (n < 1 || n > 64) {
-      *error = "--agents takes a comma list of counts in 1..64, got '" + item + "'";
-      return {};
-    }
-    out.push_back(n);
-  }
-  return out;
-}
-
 }  // namespace
 
 int bench_workflow(const std::vector<std::string>& argv) {
@@ -113,7 +97,7 @@ int bench_workflow(const std::vector<std::string>& argv) {
   if (auto bad = args->unknown(known); !bad.empty())
     return std::fprintf(stderr, "arbor bench workflow: unknown option %s\n", bad[0].c_str()), kExitInvalid;
   RuntimeConfig config;
-  const auto counts = parse_counts(args->get("agents", "1,2,4,8,16"), &error);
+  const auto counts = args->get_int_list("agents", "1,2,4,8,16", 1, 64, &error);
   const int max_tokens = int(args->get_int("max-tokens", 32, &error));
   if (!error.empty() || !runtime_config_from(*args, config, &error))
     return std::fprintf(stderr, "arbor bench workflow: %s\n", error.c_str()), kExitInvalid;

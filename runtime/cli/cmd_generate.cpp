@@ -57,15 +57,7 @@ int run_generate(const std::vector<std::string>& argv) {
   if (!handle) return std::fprintf(stderr, "arbor: %s\n", handle.error().describe().c_str()), kExitInvalid;
   const GenerateResult result = handle->wait();
   if (json) {
-    nlohmann::json j = {{"text", result.text},
-                        {"tokens", result.tokens},
-                        {"prompt_tokens", result.prompt_tokens},
-                        {"cached_tokens", result.cached_tokens},
-                        {"generated_tokens", result.generated_tokens},
-                        {"prefill_ms", result.prefill_ms},
-                        {"decode_ms", result.decode_ms},
-                        {"finish_reason", result.finish_reason}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", nlohmann::json::parse(to_json(result)).dump(2).c_str());
   } else {
     std::printf("\n");
     std::fprintf(stderr, "[%zu prompt tokens (%zu cached), %zu generated; prefill %.0f ms, decode %.1f tokens/s]\n",

@@ -27,6 +27,10 @@ class Args {
   // Parses an integer or float option; on a malformed value sets *error.
   long get_int(const std::string& key, long fallback, std::string* error) const;
   double get_double(const std::string& key, double fallback, std::string* error) const;
+  // A comma list of integers in [min, max], e.g. --agents 1,2,4,8; sets *error if any
+  // item is malformed or out of range, or the list is empty.
+  std::vector<int> get_int_list(const std::string& key, const std::string& fallback, int min, int max,
+                                std::string* error) const;
   const std::vector<std::string>& positional() const { return positional_; }
   // Options given but not in `known` (for a clear "unknown option" error).
   std::vector<std::string> unknown(const std::vector<std::string>& known) const;

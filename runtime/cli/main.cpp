@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,24 @@ double Args::get_double(const std::string& key, double fallback, std::string* er
   double d = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0') *error = "option --" + key + " expects a number, got '" + v + "'";
   return d;
+}
+
+std::vector<int> Args::get_int_list(const std::string& key, const std::string& fallback, int min, int max,
+                                     std::string* error) const {
+  std::vector<int> out;
+  std::stringstream in(get(key, fallback));
+  for (std::string item; std::getline(in, item, ',');) {
+    char* end = nullptr;
+    const long n = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < min || n > max) {
+      *error = "--" + key + " takes a comma list of integers in " + std::to_string(min) + ".." +
+               std::to_string(max) + ", got '" + item + "'";
+      return {};
+    }
+    out.push_back(int(n));
+  }
+  if (out.empty()) *error = "--" + key + " needs at least one value, e.g. --" + key + " " + fallback;
+  return out;
 }
 
 std::vector<std::string> Args::unknown(const std::vector<std::string>& known) const {
