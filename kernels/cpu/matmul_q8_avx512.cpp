@@ -254,6 +254,16 @@ void matmul_tiles(const WeightMatrix& w, const QuantizedActivations& xa, std::in
     case 6: return matmul_tiles_direct<T, 6>(w, xa, r0, r1, y);
     case 7: return matmul_tiles_direct<T, 7>(w, xa, r0, r1, y);
     case 8: return matmul_tiles_direct<T, 8>(w, xa, r0, r1, y);
+    // Batched decode in accurate precision: 8 sequences are 16 activation rows. Up to
+    // 16 accumulators still fit in registers, so weights stream once, unpacked in place.
+    case 9: return matmul_tiles_direct<T, 9>(w, xa, r0, r1, y);
+    case 10: return matmul_tiles_direct<T, 10>(w, xa, r0, r1, y);
+    case 11: return matmul_tiles_direct<T, 11>(w, xa, r0, r1, y);
+    case 12: return matmul_tiles_direct<T, 12>(w, xa, r0, r1, y);
+    case 13: return matmul_tiles_direct<T, 13>(w, xa, r0, r1, y);
+    case 14: return matmul_tiles_direct<T, 14>(w, xa, r0, r1, y);
+    case 15: return matmul_tiles_direct<T, 15>(w, xa, r0, r1, y);
+    case 16: return matmul_tiles_direct<T, 16>(w, xa, r0, r1, y);
     default: break;
   }
   const std::int64_t nb = xa.num_blocks;

@@ -63,7 +63,8 @@ TEST(Matmul, AllTypesMatchReference) {
   std::mt19937 rng(1234);
   ThreadPool pool1(1), pool2(2);
   const Shape shapes[] = {{1, 256, 1},  {37, 256, 1}, {16, 512, 3},  {45, 256, 9},
-                          {33, 768, 17}, {70, 256, 2}, {17, 256, 33}, {50, 256, 8}, {31, 256, 5}};
+                          {33, 768, 17}, {70, 256, 2}, {17, 256, 33}, {50, 256, 8}, {31, 256, 5},
+                          {40, 256, 12}, {18, 256, 16}};
   for (GgmlType type : testing::kAllTypes) {
     for (const Shape& s : shapes) {
       const auto data = random_weights(rng, type, s.rows, s.cols);
