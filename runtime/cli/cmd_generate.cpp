@@ -55,7 +55,15 @@ int run_generate(const std::vector<std::string>& argv) {
     std::fflush(stdout);
   });
   if (!handle) return std::fprintf(stderr, "arbor: %s\n", handle.error().describe().c_str()), kExitInvalid;
-  const GenerateResult result = handle->wait();
+  auto finished = handle->result();
+  if (!finished) {
+    std::fprintf(stderr, "%sarbor generate: %s\n", json ? "" : "\n", finished.error().describe().c_str());
+    const ErrorCode code = finished.error().code;
+    return code == ErrorCode::too_long || code == ErrorCode::invalid_argument || code == ErrorCode::out_of_memory
+               ? kExitInvalid
+               : kExitFailed;
+  }
+  const GenerateResult& result = *finished;
   if (json) {
     std::printf("%s\n", nlohmann::json::parse(to_json(result)).dump(2).c_str());
   } else {
