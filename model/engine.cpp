@@ -106,9 +106,15 @@ void Engine::attention_block(int layer, std::span<const SequenceStep> batch, cac
                     config_.rope_dim, pos, config_.rope_theta);
     }
   store_kv(layer, batch, kv);
+  attend(layer, batch, kv);
+  kernels::matmul(w.wo, attn_.data(), num_rows_, tmp_.data(), pool_, precision_);
+  kernels::add_inplace(x_.data(), tmp_.data(), int(num_rows_ * hidden));
+}
 
-  // One attention call for the whole batch: decode rows of sequences that share
-  // prefix pages read (and convert) each shared page once.
+// One attention call for the whole batch: decode rows of sequences that share prefix
+// pages read (and convert) each shared page once.
+void Engine::attend(int layer, std::span<const SequenceStep> batch, const cache::PagePool& kv) {
+  const int hidden = config_.hidden;
   const cache::KvGeometry& g = kv.geometry();
   const std::size_t k_off = g.offset(layer, cache::KvKind::key, 0, 0);
   const std::size_t v_off = g.offset(layer, cache::KvKind::value, 0, 0);
@@ -117,7 +123,7 @@ void Engine::attention_block(int layer, std::span<const SequenceStep> batch, cac
   k_pages_.resize(total_pages);
   v_pages_.resize(total_pages);
   attention_args_.clear();
-  row = 0;
+  std::int64_t row = 0;
   std::size_t first_page = 0;
   for (const SequenceStep& s : batch) {
     const int n = int(s.tokens.size());
@@ -144,8 +150,6 @@ void Engine::attention_block(int layer, std::span<const SequenceStep> batch, cac
     first_page += std::size_t(num_pages);
   }
   kernels::paged_attention_batch(attention_args_.data(), int(attention_args_.size()), pool_);
-  kernels::matmul(w.wo, attn_.data(), num_rows_, tmp_.data(), pool_, precision_);
-  kernels::add_inplace(x_.data(), tmp_.data(), int(num_rows_ * hidden));
 }
 
 // Writes the new rows' K and V (f16) into their slots: position p lives in page

@@ -70,6 +70,7 @@ class Engine {
   void attention_block(int layer, std::span<const SequenceStep> batch, cache::PagePool& kv);
   void ffn_block(int layer);
   void store_kv(int layer, std::span<const SequenceStep> batch, cache::PagePool& kv);
+  void attend(int layer, std::span<const SequenceStep> batch, const cache::PagePool& kv);
   void compute_logits(std::span<const SequenceStep> batch, std::vector<float>& logits);
   void reserve_rows(std::int64_t rows);
 
