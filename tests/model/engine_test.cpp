@@ -129,6 +129,27 @@ TEST_P(TinyEngine, RejectsBadInputWithoutWriting) {
   release(seq2, *pool_);
 }
 
+// KV rule 15: RoPE rotates K by absolute position. The same token at four positions
+// stores four different K rows (so K computed at one position is never valid at
+// another), while V, which is not rotated, is stored identically.
+TEST_P(TinyEngine, SameTokenAtOtherPositionsHasOtherKeysSameValues) {
+  KvSequence seq;
+  const std::vector<std::int32_t> same = {5, 5, 5, 5};
+  ASSERT_TRUE(prefill(*engine_, *pool_, seq, same, 8, LogitsMode::none));
+  const cache::KvGeometry& g = pool_->geometry();
+  auto row = [&](cache::KvKind kind, int pos) {
+    const std::uint16_t* page = pool_->page_data(seq.pages[std::size_t(pos / g.page_size)]);
+    const std::uint16_t* r = page + g.offset(0, kind, 0, pos % g.page_size);
+    return std::vector<std::uint16_t>(r, r + g.head_dim);
+  };
+  for (int a = 0; a < 4; ++a)
+    for (int b = a + 1; b < 4; ++b) {
+      EXPECT_NE(row(cache::KvKind::key, a), row(cache::KvKind::key, b)) << a << " vs " << b;
+      EXPECT_EQ(row(cache::KvKind::value, a), row(cache::KvKind::value, b)) << a << " vs " << b;
+    }
+  release(seq, *pool_);
+}
+
 INSTANTIATE_TEST_SUITE_P(PageSizes, TinyEngine, ::testing::Values(1, 4, 16));
 
 }  // namespace
