@@ -6,7 +6,7 @@
 #include <pthread.h>
 
 #include "runtime/cli/command.hpp"
-#include "runtime/cli/default_model.hpp"
+#include "runtime/cli/runtime_options.hpp"
 #include "runtime/server/server.hpp"
 
 namespace arbor::cli {
@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: arbor serve [--host 127.0.0.1] [--port 8080] [--config FILE] [--model PATH]\n"
     "                   [--threads N] [--kv-mem MB] [--io-threads N] [--no-cache]\n"
-    "                   [--precision accurate|fast]\n"
+    "                   [--page-size N] [--eviction lru|lfu|workflow] [--precision accurate|fast]\n"
     "Serves the runtime over HTTP:\n"
     "  GET  /                       live cache dashboard\n"
     "  GET  /health, /v1/models, /metrics (Prometheus)\n"
@@ -36,9 +36,9 @@ int run_serve(const std::vector<std::string>& argv) {
   if (!args->positional().empty())
     return std::fprintf(stderr, "arbor serve: unexpected argument '%s'\n%s", args->positional()[0].c_str(), kUsage),
            kExitInvalid;
-  if (auto unknown = args->unknown({"help", "host", "port", "config", "model", "threads", "kv-mem", "io-threads",
-                                    "no-cache", "precision"});
-      !unknown.empty())
+  std::vector<std::string> known = {"help", "host", "port", "config", "io-threads"};
+  for (const auto& n : runtime_option_names()) known.push_back(n);
+  if (auto unknown = args->unknown(known); !unknown.empty())
     return std::fprintf(stderr, "arbor serve: unknown option %s (try --help)\n", unknown[0].c_str()), kExitInvalid;
 
   server::ServerConfig config;
@@ -50,24 +50,17 @@ int run_serve(const std::vector<std::string>& argv) {
   }
   config.host = args->get("host", config.host);
   config.port = static_cast<int>(args->get_int("port", config.port, &error));
-  config.runtime.num_threads = static_cast<int>(args->get_int("threads", config.runtime.num_threads, &error));
-  config.runtime.kv_memory_mb =
-      static_cast<std::size_t>(args->get_int("kv-mem", static_cast<long>(config.runtime.kv_memory_mb), &error));
   config.io_threads = static_cast<int>(args->get_int("io-threads", config.io_threads, &error));
-  if (args->has("no-cache")) config.runtime.prefix_caching = false;
-  config.runtime.precision = args->get("precision", config.runtime.precision);
-  if (args->has("model")) config.runtime.model_path = args->get("model");
-  if (!error.empty()) return std::fprintf(stderr, "arbor serve: %s\n", error.c_str()), kExitInvalid;
-  if (config.port < 0 || config.port > 65535 || config.io_threads < 1 || config.runtime.kv_memory_mb < 1)
-    return std::fprintf(stderr, "arbor serve: --port must be 0..65535, --io-threads and --kv-mem at least 1\n"),
-           kExitInvalid;
+  if (!error.empty() || !runtime_config_from(*args, config.runtime, &error))
+    return std::fprintf(stderr, "arbor serve: %s\n", error.c_str()), kExitInvalid;
+  if (config.port < 0 || config.port > 65535 || config.io_threads < 1)
+    return std::fprintf(stderr, "arbor serve: --port must be 0..65535 and --io-threads at least 1\n"), kExitInvalid;
   if (!config.auth && !is_loopback(config.host))
     return std::fprintf(stderr,
                         "arbor serve: refusing to serve %s without authentication; give --config with keys "
                         "(or bind 127.0.0.1)\n",
                         config.host.c_str()),
            kExitInvalid;
-  if (config.runtime.model_path.empty()) config.runtime.model_path = default_model_path();
 
   // Block the stop signals in every thread (threads inherit this mask); this thread
   // takes them with sigwait once the server runs.

@@ -10,12 +10,12 @@ const std::vector<std::string>& runtime_option_names() {
 }
 
 bool runtime_config_from(const Args& args, RuntimeConfig& config, std::string* error) {
-  config.model_path = args.get("model", default_model_path());
-  config.num_threads = int(args.get_int("threads", 0, error));
+  config.model_path = args.get("model", config.model_path.empty() ? default_model_path() : config.model_path);
+  config.num_threads = int(args.get_int("threads", config.num_threads, error));
   config.kv_memory_mb = std::size_t(args.get_int("kv-mem", long(config.kv_memory_mb), error));
   config.page_size = int(args.get_int("page-size", config.page_size, error));
   config.eviction = args.get("eviction", config.eviction);
-  config.prefix_caching = !args.has("no-cache");
+  if (args.has("no-cache")) config.prefix_caching = false;
   config.precision = args.get("precision", config.precision);
   if (!error->empty()) return false;
   if (config.num_threads < 0) *error = "--threads must be >= 0 (0 = all cores)";

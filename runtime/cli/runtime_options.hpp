@@ -13,7 +13,9 @@ namespace arbor::cli {
 
 // The option names runtime_config_from() reads.
 const std::vector<std::string>& runtime_option_names();
-// Fills a RuntimeConfig from the options; on a bad value returns false with *error set.
+// Overrides the fields of `config` whose options are given (the rest keep their
+// values: defaults, or a config file's); an empty model path becomes the default
+// model. On a bad value returns false with *error set.
 bool runtime_config_from(const Args& args, RuntimeConfig& config, std::string* error);
 
 }  // namespace arbor::cli
