@@ -14,13 +14,16 @@ Result<void> reserve_pages(KvSequence& seq, cache::PagePool& pool, int num_token
   return {};
 }
 
-void release(KvSequence& seq, cache::PagePool& pool) {
-  for (cache::PageId p : seq.pages) {
-    pool.unprotect(p);
-    pool.unref(p);
+void release(KvSequence& seq, cache::PagePool& pool) { truncate(seq, pool, 0); }
+
+void truncate(KvSequence& seq, cache::PagePool& pool, int num_tokens) {
+  const std::size_t keep = std::size_t(pool.geometry().pages_for(num_tokens));
+  for (std::size_t i = keep; i < seq.pages.size(); ++i) {
+    pool.unprotect(seq.pages[i]);
+    pool.unref(seq.pages[i]);
   }
-  seq.pages.clear();
-  seq.tokens.clear();
+  if (keep < seq.pages.size()) seq.pages.resize(keep);
+  if (std::size_t(num_tokens) < seq.tokens.size()) seq.tokens.resize(std::size_t(num_tokens));
 }
 
 Result<std::vector<float>> prefill(Engine& engine, cache::PagePool& pool, KvSequence& seq,

@@ -21,6 +21,9 @@ struct KvSequence {
 Result<void> reserve_pages(KvSequence& seq, cache::PagePool& pool, int num_tokens);
 // Returns every page to the pool and empties the sequence.
 void release(KvSequence& seq, cache::PagePool& pool);
+// An edit at token m (KV rule 3): keeps positions 0..m-1 and returns the pages that
+// held nothing else; the next prefill continues from m.
+void truncate(KvSequence& seq, cache::PagePool& pool, int num_tokens);
 
 // Appends `tokens` in chunks of at most `chunk_size` and returns the logits `mode`
 // asks for (for `last`: the last token's; for `all`: one row per token).

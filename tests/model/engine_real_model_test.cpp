@@ -106,12 +106,10 @@ TEST_F(RealModel, EditAtTokenReusesPrefixAndMatchesFreshPrefill) {
   KvSequence original;
   ASSERT_TRUE(prefill(*engine_, *pool_, original, tokens_, 512, LogitsMode::none));
   // Drop everything from m on, keep pages 0..m/P-1, re-prefill the edited tail.
-  for (std::size_t p = std::size_t(m / kPageSize); p < original.pages.size(); ++p) {
-    pool_->unprotect(original.pages[p]);
-    pool_->unref(original.pages[p]);
-  }
-  original.pages.resize(std::size_t(m / kPageSize));
-  original.tokens.resize(std::size_t(m));
+  const int used_before = pool_->num_used();
+  truncate(original, *pool_, m);
+  EXPECT_EQ(original.pages.size(), std::size_t(m / kPageSize));
+  EXPECT_EQ(pool_->num_used(), used_before - (int(tokens_.size()) + kPageSize - 1) / kPageSize + m / kPageSize);
   auto logits = prefill(*engine_, *pool_, original, tail, 512, LogitsMode::all);
   ASSERT_TRUE(logits);
   std::span<const float> expected(fresh.begin() + std::ptrdiff_t(std::size_t(m) * vocab), fresh.end());
