@@ -1,5 +1,5 @@
 // Every message the actors exchange: one plain struct per message, each with a CAF
-// 0.17 inspector (see /work/shared/notes/CAF_0.17.md) and registered in
+// 0.17 inspector (CAF 0.17 manual, "Type Inspection") and registered in
 // actors/config.hpp, so each may cross a node boundary. Errors travel as values inside
 // the replies (ok / error_code / error), never as exceptions.
 //

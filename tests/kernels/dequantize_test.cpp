@@ -1,5 +1,5 @@
 // Hand-built blocks of every type against values written out from the format's
-// definition (docs: shared/notes/GGUF_LLAMA.md, ggml's dequantize_row_*).
+// definition (ggml's block layouts and dequantize_row_* in ggml-quants.c).
 #include "kernels/cpu/dequantize.hpp"
 
 #include <gtest/gtest.h>

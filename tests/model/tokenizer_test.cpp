@@ -1,4 +1,4 @@
-// Tokenizer tests against llama.cpp's published vectors (shared/testdata/tokenizers)
+// Tokenizer tests against llama.cpp's published vectors (tests/data/tokenizers)
 // and SmolLM2's real vocabulary.
 #include "model/tokenizer.hpp"
 
@@ -13,7 +13,7 @@
 namespace arbor::model {
 namespace {
 
-const std::string kVectorDir = ARBOR_SHARED_DIR "/testdata/tokenizers";
+const std::string kVectorDir = ARBOR_SOURCE_DIR "/tests/data/tokenizers";
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
