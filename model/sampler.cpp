@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/token_mask.hpp"
+
 namespace arbor::model {
 
 namespace {
@@ -120,6 +122,16 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
     if (u < cumulative) return t.id;
   }
   return c.back().id;  // rounding left u just above the total
+}
+
+std::int32_t Sampler::sample(std::span<const float> logits, const TokenMask& allowed) {
+  masked_.assign(logits.begin(), logits.end());
+  allowed.apply(masked_);
+  const std::int32_t best = argmax(masked_);
+  if (best < 0 || !allowed.allows(best)) return -1;  // nothing allowed
+  const std::int32_t id = sample(masked_);
+  // The draw's rounding fallback may land on a zero-probability (masked) token.
+  return allowed.allows(id) ? id : best;
 }
 
 }  // namespace arbor::model

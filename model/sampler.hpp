@@ -7,6 +7,10 @@
 // smallest most-probable prefix whose mass >= top_p, draw with the RNG.
 // A Sampler holds one sequence's RNG state: not thread-safe, one per sequence.
 // Cost: O(V) greedy; O(V log k) with top_k, O(V log V) with top_p only.
+//
+// Constrained decoding (json_constraint.hpp): sample(logits, allowed) runs the same
+// pipeline with every token outside `allowed` at -infinity before temperature, top-k
+// and top-p, so it only ever returns an allowed token. Without a mask nothing changes.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +18,8 @@
 #include <vector>
 
 namespace arbor::model {
+
+class TokenMask;
 
 struct SamplerConfig {
   float temperature = 0.0f;  // <= 0: greedy
@@ -52,12 +58,15 @@ class Sampler {
   explicit Sampler(SamplerConfig config);
   // Picks the next token; advances the RNG unless greedy. -1 for empty logits.
   std::int32_t sample(std::span<const float> logits);
+  // Picks among `allowed` only (same RNG use as sample()); -1 when nothing is allowed.
+  std::int32_t sample(std::span<const float> logits, const TokenMask& allowed);
   const SamplerConfig& config() const { return config_; }
   bool is_greedy() const { return config_.temperature <= 0.0f || config_.top_k == 1; }
 
  private:
   SamplerConfig config_;
   SamplerRng rng_;
+  std::vector<float> masked_;  // scratch for masked sampling
 };
 
 }  // namespace arbor::model
