@@ -189,7 +189,8 @@ struct StringLexer {
         const std::uint32_t digits = lex_digits(lex) + 1, value = ((lex >> 8) & 0xFFF) * 16 + std::uint32_t(h);
         if (digits < 4) return partial(state, count, lex, make_hex(kLexHex, digits, value));
         if (value >= 0xDC00 && value <= 0xDFFF) return Lex::dead;  // lone low surrogate
-        if (value >= 0xD800) return partial(state, count, lex, make_hex(kLexAfterHigh, 0, 0, value - 0xD800));
+        if (value >= 0xD800 && value <= 0xDBFF)
+          return partial(state, count, lex, make_hex(kLexAfterHigh, 0, 0, value - 0xD800));
         return code_point(state, lex, count, value);
       }
       case kLexAfterHigh:

@@ -137,6 +137,7 @@ struct GrammarProperty {
 struct ObjectSpec {
   std::vector<GrammarProperty> properties;          // generation order
   GrammarNodeId additional = kNoGrammarNode;       // kNoGrammarNode: no other keys
+  std::vector<std::string> forbidden;              // declared, but no value can match
   std::vector<std::shared_ptr<const CharDfa>> key_dfas;  // per slot 0..n: candidate keys
   std::vector<std::uint8_t> required_from;         // per slot: a required property remains
 };

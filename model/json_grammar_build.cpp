@@ -480,6 +480,10 @@ class GrammarBuilder {
       if (n.kind == GrammarKind::alternatives) std::erase_if(n.alternatives, [&](GrammarNodeId c) { return !sat_[c]; });
       if (n.kind == GrammarKind::array) n.array.max_items = effective_max_items(n.array);
       if (n.kind == GrammarKind::object) {
+        // A declared property no value can match must stay out of the document: it is
+        // not an additional property either.
+        for (const auto& p : n.object.properties)
+          if (!sat_[p.node]) n.object.forbidden.push_back(p.name);
         std::erase_if(n.object.properties, [&](const GrammarProperty& p) { return !sat_[p.node]; });
         if (n.object.additional != kNoGrammarNode && !sat_[n.object.additional]) n.object.additional = kNoGrammarNode;
       }
@@ -525,12 +529,13 @@ class GrammarBuilder {
     const std::size_t count = o.properties.size();
     std::vector<std::string> names;
     for (const auto& p : o.properties) names.push_back(p.name);
+    names.insert(names.end(), o.forbidden.begin(), o.forbidden.end());
     o.required_from.assign(count + 1, 0);
     for (std::size_t i = count; i-- > 0;) o.required_from[i] = o.required_from[i + 1] || o.properties[i].required;
     o.key_dfas.clear();
     for (std::size_t slot = 0; slot <= count; ++slot) {
       // Candidates: the properties from `slot` up to and including the next required one.
-      std::vector<std::int32_t> labels(count, CharDfa::kReject);
+      std::vector<std::int32_t> labels(names.size(), CharDfa::kReject);
       for (std::size_t i = slot; i < count; ++i) {
         labels[i] = std::int32_t(i);
         if (o.properties[i].required) break;

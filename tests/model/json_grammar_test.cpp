@@ -59,7 +59,7 @@ TEST(JsonGrammar, Numbers) {
 TEST(JsonGrammar, Strings) {
   expect_language(R"({"type":"string"})",
                   {"\"\"", "\"a b\"", "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\u00e9\"", "\"\\uD83D\\uDE00\"",
-                   "\"é€😀\""},
+                   "\"é€😀\"", "\"\\ue007\\uFFFF\"" /* not surrogates: a regression */},
                   {"\"", "\"a", "\"\n\"", "\"\\x\"", "\"\\uD83D\"", "\"\\uDE00\"", "\"\\u12\"", "\"\xC3\"",
                    "\"\xC0\xAF\"", "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"", "'a'"});
   expect_language(R"({"type":"string","minLength":2,"maxLength":3})", {"\"ab\"", "\"abc\"", "\"é😀\"", "\"\\n\\u0041\""},
@@ -84,6 +84,10 @@ TEST(JsonGrammar, ObjectsFollowSchemaOrder) {
                   {"{}", R"({"a":1})", R"({"a":1,"x":"1"})", R"({"x":"1","y":"2"})", R"({"aa":"1"})", R"({"":"1"})"},
                   {R"({"x":1})", R"({"x":"1","a":1})", R"({"x":"1","x":"2"})", R"({"x":"1","\u0078":"2"})",
                    R"({"a":"1"})"});
+  // A declared property that no value can match is not an additional one (a regression).
+  expect_language(R"({"type":"object","properties":{"x":{"type":"array","minItems":2,"maxItems":1},"y":false},
+      "additionalProperties":true})",
+                  {"{}", R"({"z":1})"}, {R"({"x":[]})", R"({"\u0078":[1]})", R"({"y":1})"});
   expect_language(R"({"type":"object","required":["k"]})", {R"({"k":[1,{"z":null}]})", R"({"k":1,"m":2})"},
                   {"{}", R"({"m":2,"k":1})"});
 }
