@@ -137,8 +137,7 @@ void CharDfa::finish() {
   }
 }
 
-std::uint32_t CharDfa::next(std::uint32_t state, std::uint32_t cp) const {
-  if (cp < 128 && !ascii_.empty()) return ascii_[state][cp];
+std::uint32_t CharDfa::next_slow(std::uint32_t state, std::uint32_t cp) const {
   const auto es = edges(state);
   auto it = std::upper_bound(es.begin(), es.end(), cp, [](std::uint32_t v, const Edge& e) { return v < e.lo; });
   if (it == es.begin()) return kDeadState;

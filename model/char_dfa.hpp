@@ -47,7 +47,10 @@ class CharDfa {
 
   bool is_empty() const { return labels_.empty(); }
   std::uint32_t num_states() const { return std::uint32_t(labels_.size()); }
-  std::uint32_t next(std::uint32_t state, std::uint32_t cp) const;
+  std::uint32_t next(std::uint32_t state, std::uint32_t cp) const {
+    if (cp < 128 && !ascii_.empty()) return ascii_[state][cp];
+    return next_slow(state, cp);
+  }
   std::int32_t label(std::uint32_t state) const { return labels_[state]; }
   bool accepts(std::uint32_t state) const { return labels_[state] != kReject; }
   std::span<const Edge> edges(std::uint32_t state) const {
@@ -69,6 +72,8 @@ class CharDfa {
   static CharDfa intersect(const CharDfa& a, const CharDfa& b);
 
  private:
+  std::uint32_t next_slow(std::uint32_t state, std::uint32_t cp) const;
+
   std::vector<std::int32_t> labels_;
   std::vector<std::vector<Edge>> building_;  // per state, until finish()
   std::vector<std::uint32_t> edge_begin_;    // num_states + 1

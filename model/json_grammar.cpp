@@ -226,6 +226,45 @@ bool string_live(const StringSpec& spec, std::uint32_t state, std::uint32_t coun
   return true;  // no lengths: every state of a trimmed DFA is live
 }
 
+CharDfa make_key_dfa(const ObjectSpec& o, std::size_t slot, const std::vector<std::string>& written) {
+  // Candidates: the properties from `slot` up to and including the next required one;
+  // other declared names (and forbidden ones, and keys already written) never close.
+  const std::size_t count = o.properties.size();
+  std::vector<std::string> names;
+  for (const auto& p : o.properties) names.push_back(p.name);
+  names.insert(names.end(), o.forbidden.begin(), o.forbidden.end());
+  names.insert(names.end(), written.begin(), written.end());
+  std::vector<std::int32_t> labels(names.size(), CharDfa::kReject);
+  for (std::size_t i = slot; i < count; ++i) {
+    labels[i] = std::int32_t(i);
+    if (o.properties[i].required) break;
+  }
+  const bool other = o.additional != kNoGrammarNode && !o.required_from[slot];
+  return CharDfa::literals_or_other(names, labels, other ? kAdditionalKeyLabel : CharDfa::kReject);
+}
+
+StringStep string_byte(const StringSpec& spec, std::uint32_t& state, std::uint32_t& lex, std::uint32_t& count,
+                       std::uint8_t byte) {
+  const StringLexer lexer{*spec.dfa, &spec};
+  switch (lexer.byte(state, lex, count, byte)) {
+    case Lex::dead: return StringStep::dead;
+    case Lex::ok: return StringStep::ok;
+    case Lex::closed: return StringStep::closed;
+  }
+  return StringStep::dead;
+}
+
+StringStep string_byte_unbounded(const CharDfa& dfa, std::uint32_t& state, std::uint32_t& lex, std::uint8_t byte) {
+  const StringLexer lexer{dfa, nullptr};
+  std::uint32_t count = 0;
+  switch (lexer.byte(state, lex, count, byte)) {
+    case Lex::dead: return StringStep::dead;
+    case Lex::ok: return StringStep::ok;
+    case Lex::closed: return StringStep::closed;
+  }
+  return StringStep::dead;
+}
+
 namespace {
 
 constexpr Int128 pow10(int n) {
@@ -426,11 +465,13 @@ bool JsonGrammar::can_finish(const Frame& f) const {
   return number_value_in_range(n.number, f.a, std::uint64_t(f.b) | (std::uint64_t(f.c) << 32));
 }
 
-bool JsonGrammar::is_cacheable(const Frame& f) const {
-  const GrammarNode& n = nodes_[f.node];
-  if (n.kind != GrammarKind::object || (f.a & 15) != kObjKey) return true;
-  const std::uint32_t slot = f.a >> 8;
-  return n.object.additional == kNoGrammarNode || n.object.required_from[slot];
+const CharDfa& JsonGrammar::key_dfa(GrammarNodeId node, std::uint32_t slot, std::uint32_t key_set) const {
+  const ObjectSpec& o = nodes_[node].object;
+  if (key_set == 0) return *o.key_dfas[slot];
+  std::lock_guard lock(key_sets_mutex_);
+  auto& dfa = key_dfas_[{node, slot, key_set}];
+  if (!dfa) dfa = std::make_unique<const CharDfa>(make_key_dfa(o, slot, key_sets_[key_set]));
+  return *dfa;
 }
 
 JsonGrammar::Outcome JsonGrammar::consume_number(Frame& f, const NumberSpec& spec, std::uint8_t byte) const {
@@ -480,15 +521,6 @@ JsonGrammar::Outcome JsonGrammar::consume_array(Frame& f, const ArraySpec& spec,
   }
 }
 
-bool JsonGrammar::additional_key_allowed(Frame& f, std::uint32_t end, const TextSource& text) const {
-  if (f.a & kObjPending) return false;  // one additional key per object per token
-  const std::string key = decode_json_string(text, f.x0, end);
-  if (key_set_contains(f.b, key)) return false;
-  f.a |= kObjPending;
-  f.x1 = f.x0, f.x2 = end;
-  return true;
-}
-
 JsonGrammar::Outcome JsonGrammar::consume_object(Frame& f, const GrammarNode& n, std::uint8_t byte,
                                                  std::uint32_t pos, const TextSource& text,
                                                  GrammarNodeId& child) const {
@@ -512,7 +544,7 @@ JsonGrammar::Outcome JsonGrammar::consume_object(Frame& f, const GrammarNode& n,
       if (byte == '}' && phase == kObjAfterOpen && !spec.required_from[slot]) return Outcome::terminal;
       return Outcome::dead;
     case kObjKey: {
-      const CharDfa& dfa = *spec.key_dfas[slot];
+      const CharDfa& dfa = key_dfa(f.node, slot, f.b);
       std::uint32_t count = 0;
       const StringLexer lexer{dfa, nullptr};
       switch (lexer.byte(f.c, f.d, count, byte)) {
@@ -521,7 +553,12 @@ JsonGrammar::Outcome JsonGrammar::consume_object(Frame& f, const GrammarNode& n,
         case Lex::closed: break;
       }
       const std::int32_t label = dfa.label(f.c);
-      if (label == kAdditionalKeyLabel && !additional_key_allowed(f, pos, text)) return Outcome::dead;
+      if (label == kAdditionalKeyLabel) {
+        // Recorded after the token; a second one in the same token could repeat it.
+        if (f.a & kObjPending) return Outcome::dead;
+        f.a |= kObjPending;
+        f.x1 = f.x0, f.x2 = pos;
+      }
       const std::uint32_t flags_now = f.a & kObjPending;
       f.a = kObjColon | flags_now | (slot << 8);
       f.c = std::uint32_t(label), f.d = 0;
@@ -646,6 +683,15 @@ void JsonGrammar::normalise(MatchState& state, std::string_view document) const 
         f.b = intern_key_set(f.b, decode_json_string(text, f.x1, f.x2));
         f.a &= ~std::uint32_t(kObjPending);
         f.x1 = f.x2 = 0;
+        if ((f.a & 15) == kObjKey) {
+          // A key begun after the recorded one: its state in the automaton that now
+          // excludes the recorded key (still live: only closing on it changes).
+          const CharDfa& dfa = key_dfa(f.node, f.a >> 8, f.b);
+          std::uint32_t state = 0, lex = 0;
+          for (std::uint32_t p = f.x0; p < document.size(); ++p)
+            string_byte_unbounded(dfa, state, lex, std::uint8_t(document[p]));
+          f.c = state, f.d = lex;
+        }
       }
       out.push_frame(f);
     }
@@ -690,13 +736,6 @@ std::uint32_t JsonGrammar::intern_key_set(std::uint32_t base, std::string key) c
   auto [it, fresh] = key_set_ids_.emplace(std::move(id), std::uint32_t(key_sets_.size()));
   if (fresh) key_sets_.push_back(std::move(keys));
   return it->second;
-}
-
-bool JsonGrammar::key_set_contains(std::uint32_t set, std::string_view key) const {
-  if (set == 0) return false;
-  std::lock_guard lock(key_sets_mutex_);
-  const auto& keys = key_sets_[set];
-  return std::binary_search(keys.begin(), keys.end(), key, [](std::string_view x, std::string_view y) { return x < y; });
 }
 
 std::string decode_json_string(const TextSource& text, std::uint32_t begin, std::uint32_t end) {

@@ -43,6 +43,8 @@
 
 #include <bitset>
 #include <cstdint>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,7 +65,8 @@ inline constexpr GrammarNodeId kNoGrammarNode = 0xFFFFFFFFu;
 using Int128 = __int128;
 
 // One automaton frame. node/a/b/c/d are its identity; x0..x2 are byte offsets into the
-// document used only to compare additional-property keys (not part of the identity).
+// document where additional-property keys start and end, used to record a written key
+// after the token that wrote it (not part of the identity).
 struct Frame {
   std::uint32_t node = 0, a = 0, b = 0, c = 0, d = 0;
   std::uint32_t x0 = 0, x1 = 0, x2 = 0;
@@ -188,8 +191,9 @@ class JsonGrammar {
   void step(std::span<const Frame> stack, std::uint8_t byte, std::uint32_t pos, const TextSource& text,
             MatchState& out) const;
   // Advances `state` over `bytes` (the document so far is `history`), as one token: at
-  // most one additional-property key per object may end inside it. Returns false and
-  // leaves `state` empty when some byte is not allowed.
+  // most one additional-property key per object may end inside it (the set of written
+  // keys is updated after the token). Returns false and leaves `state` empty when some
+  // byte is not allowed.
   bool advance(MatchState& state, std::string_view bytes, std::string_view history) const;
   // The document may end here / must end here (nothing may follow).
   bool is_complete(const MatchState& state) const;
@@ -199,9 +203,9 @@ class JsonGrammar {
 
   // True when the frame, on top of a stack, can end before the next byte (a number).
   bool can_finish(const Frame& f) const;
-  // False when masks from this frame depend on the document text (a key that may become
-  // an additional property must be compared with the earlier ones).
-  bool is_cacheable(const Frame& f) const;
+  // The keys an object may write at `slot` once the additional keys in `key_set` are
+  // written (those are excluded, so a state never depends on the text). Built lazily.
+  const CharDfa& key_dfa(GrammarNodeId node, std::uint32_t slot, std::uint32_t key_set) const;
 
  private:
   friend class GrammarBuilder;
@@ -215,19 +219,19 @@ class JsonGrammar {
   Outcome consume_object(Frame& f, const GrammarNode& n, std::uint8_t byte, std::uint32_t pos,
                          const TextSource& text, GrammarNodeId& child) const;
   Outcome consume_array(Frame& f, const ArraySpec& spec, std::uint8_t byte, GrammarNodeId& child) const;
-  bool additional_key_allowed(Frame& f, std::uint32_t end, const TextSource& text) const;
   void normalise(MatchState& state, std::string_view document) const;
   std::uint32_t intern_key_set(std::uint32_t base, std::string key) const;
-  bool key_set_contains(std::uint32_t set, std::string_view key) const;
 
   JsonSchema schema_;
   std::vector<GrammarNode> nodes_;
   GrammarNodeId root_ = 0;
 
-  // Sets of additional-property keys already written in an object (id 0: empty).
+  // Sets of additional-property keys already written in an object (id 0: empty), and
+  // the key automata that exclude them, per (object node, slot, set).
   mutable std::mutex key_sets_mutex_;
   mutable std::vector<std::vector<std::string>> key_sets_{{}};
   mutable std::unordered_map<std::string, std::uint32_t> key_set_ids_;
+  mutable std::map<std::tuple<GrammarNodeId, std::uint32_t, std::uint32_t>, std::unique_ptr<const CharDfa>> key_dfas_;
 };
 
 // Decodes the JSON string content in [begin, end) of `text` (escapes resolved) to UTF-8.

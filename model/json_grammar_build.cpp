@@ -527,23 +527,11 @@ class GrammarBuilder {
   void object_keys(GrammarNode& n) {
     ObjectSpec& o = n.object;
     const std::size_t count = o.properties.size();
-    std::vector<std::string> names;
-    for (const auto& p : o.properties) names.push_back(p.name);
-    names.insert(names.end(), o.forbidden.begin(), o.forbidden.end());
     o.required_from.assign(count + 1, 0);
     for (std::size_t i = count; i-- > 0;) o.required_from[i] = o.required_from[i + 1] || o.properties[i].required;
     o.key_dfas.clear();
-    for (std::size_t slot = 0; slot <= count; ++slot) {
-      // Candidates: the properties from `slot` up to and including the next required one.
-      std::vector<std::int32_t> labels(names.size(), CharDfa::kReject);
-      for (std::size_t i = slot; i < count; ++i) {
-        labels[i] = std::int32_t(i);
-        if (o.properties[i].required) break;
-      }
-      const bool other = o.additional != kNoGrammarNode && !o.required_from[slot];
-      o.key_dfas.push_back(std::make_shared<const CharDfa>(
-          CharDfa::literals_or_other(names, labels, other ? kAdditionalKeyLabel : CharDfa::kReject)));
-    }
+    for (std::size_t slot = 0; slot <= count; ++slot)
+      o.key_dfas.push_back(std::make_shared<const CharDfa>(make_key_dfa(o, slot, {})));
   }
 
   // ---- oneOf: enforced as anyOf, so its alternatives must not overlap ----

@@ -28,6 +28,22 @@ inline constexpr std::int32_t kAdditionalKeyLabel = 0x7FFFFFFF;
 enum : std::uint32_t { kArrStart = 0, kArrAfterOpen, kArrAfterValue, kArrAfterComma };
 
 bool string_live(const StringSpec& spec, std::uint32_t state, std::uint32_t count);
+
+// The key automaton of an object at `slot`: labels are property indexes, or
+// kAdditionalKeyLabel for a key no property declares; `written` keys are excluded.
+CharDfa make_key_dfa(const ObjectSpec& object, std::size_t slot, const std::vector<std::string>& written);
+
+inline constexpr std::uint32_t kLexNormalState = 0;  // between code points
+
+// One byte inside a string frame (after its opening quote): a = DFA state, b = lexer
+// state, c = count, updated in place unless the byte is not allowed.
+enum class StringStep { dead, ok, closed };
+StringStep string_byte(const StringSpec& spec, std::uint32_t& state, std::uint32_t& lex, std::uint32_t& count,
+                       std::uint8_t byte);
+// The same over a DFA without length limits.
+StringStep string_byte_unbounded(const CharDfa& dfa, std::uint32_t& state, std::uint32_t& lex, std::uint8_t byte);
+// The lexer is between code points (not inside an escape or a UTF-8 sequence).
+inline bool lexer_at_boundary(std::uint32_t lex) { return (lex & 15) == 0; }
 // Some completion of the number typed so far lies within the bounds.
 bool number_live(const NumberSpec& spec, std::uint32_t a, std::uint64_t digits);
 // The number typed so far lies within the bounds.

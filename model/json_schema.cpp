@@ -468,6 +468,10 @@ Result<JsonSchema> JsonSchema::compile(const Json& schema, SchemaUse use, std::v
   return c.run(errors);
 }
 
+Result<JsonSchema> JsonSchema::compile(const nlohmann::json& schema, SchemaUse use, std::vector<SchemaError>* errors) {
+  return compile(Json::parse(schema.dump()), use, errors);
+}
+
 Result<JsonSchema> JsonSchema::parse(std::string_view text, SchemaUse use, std::vector<SchemaError>* errors) {
   Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) {

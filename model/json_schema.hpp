@@ -123,10 +123,15 @@ class JsonSchema {
   // Parses JSON text (keeping key order) and compiles it.
   static Result<JsonSchema> parse(std::string_view text, SchemaUse use = SchemaUse::generation,
                                   std::vector<SchemaError>* errors = nullptr);
+  // For callers holding nlohmann::json (keys sorted: generation order is then the
+  // alphabetical one).
+  static Result<JsonSchema> compile(const nlohmann::json& schema, SchemaUse use = SchemaUse::generation,
+                                    std::vector<SchemaError>* errors = nullptr);
 
   // Errors (empty: valid), at most options.max_errors of them.
   std::vector<SchemaError> validate(const Json& value, const ValidateOptions& options = {}) const;
   bool is_valid(const Json& value, const ValidateOptions& options = {}) const;
+  std::vector<SchemaError> validate(const nlohmann::json& value, const ValidateOptions& options = {}) const;
   // Validates `value` against one node (used to filter enum values by sibling keywords).
   bool is_valid_at(NodeId node, const Json& value, const ValidateOptions& options = {}) const;
 

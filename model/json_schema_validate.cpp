@@ -330,6 +330,10 @@ std::vector<SchemaError> JsonSchema::validate(const Json& value, const ValidateO
   return errors;
 }
 
+std::vector<SchemaError> JsonSchema::validate(const nlohmann::json& value, const ValidateOptions& options) const {
+  return validate(Json::parse(value.dump()), options);
+}
+
 bool JsonSchema::is_valid(const Json& value, const ValidateOptions& options) const {
   return is_valid_at(root(), value, options);
 }

@@ -125,10 +125,22 @@ std::int32_t Sampler::sample(std::span<const float> logits) {
 }
 
 std::int32_t Sampler::sample(std::span<const float> logits, const TokenMask& allowed) {
+  const std::int32_t num_allowed = allowed.count();
+  if (num_allowed == 0) return -1;
+  if (std::size_t(num_allowed) * 4 < logits.size()) {
+    // Few allowed: the same pipeline over their logits only (the masked ones would
+    // have probability 0 anyway), in id order so that ties break the same way.
+    const auto ids = allowed.ids();
+    masked_.clear();
+    for (std::int32_t id : ids)
+      if (std::size_t(id) < logits.size()) masked_.push_back(logits[std::size_t(id)]);
+    const std::int32_t i = sample(masked_);
+    return i >= 0 ? ids[std::size_t(i)] : -1;
+  }
   masked_.assign(logits.begin(), logits.end());
   allowed.apply(masked_);
   const std::int32_t best = argmax(masked_);
-  if (best < 0 || !allowed.allows(best)) return -1;  // nothing allowed
+  if (best < 0 || !allowed.allows(best)) return -1;
   const std::int32_t id = sample(masked_);
   // The draw's rounding fallback may land on a zero-probability (masked) token.
   return allowed.allows(id) ? id : best;

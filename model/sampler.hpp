@@ -10,7 +10,9 @@
 //
 // Constrained decoding (json_constraint.hpp): sample(logits, allowed) runs the same
 // pipeline with every token outside `allowed` at -infinity before temperature, top-k
-// and top-p, so it only ever returns an allowed token. Without a mask nothing changes.
+// and top-p, so it only ever returns an allowed token (when few are allowed, over
+// their logits only: the same distribution, at O(allowed) cost). Without a mask
+// nothing changes.
 #pragma once
 
 #include <cstdint>

@@ -28,10 +28,10 @@ class ConstrainedModel : public ::testing::Test {
     auto m = Model::load(ARBOR_DEFAULT_MODEL);
     ASSERT_TRUE(m) << m.error().message << " (run scripts/fetch_model.sh)";
     model_ = *m;
-    trie_ = TokenTrie::build(model_->tokenizer());
+    vocab_ = ConstraintVocabulary::build(model_->tokenizer());
   }
   static void TearDownTestSuite() {
-    trie_.reset();
+    vocab_.reset();
     model_.reset();
   }
 
@@ -78,7 +78,7 @@ class ConstrainedModel : public ::testing::Test {
   }
 
   static inline std::shared_ptr<const Model> model_;
-  static inline std::shared_ptr<const TokenTrie> trie_;
+  static inline std::shared_ptr<const ConstraintVocabulary> vocab_;
   std::optional<Engine> engine_;
   cache::HostPageAllocator allocator_;
   std::optional<cache::PagePool> pool_;
@@ -89,7 +89,7 @@ TEST_F(ConstrainedModel, GreedyOutputIsValidAndStable) {
 "age":{"type":"integer","minimum":0,"maximum":120},"city":{"type":"string","maxLength":20},
 "hobbies":{"type":"array","items":{"type":"string","maxLength":16},"maxItems":3}},
 "required":["name","age","city","hobbies"],"additionalProperties":false})";
-  auto compiled = CompiledConstraint::compile(std::string_view(schema), trie_);
+  auto compiled = CompiledConstraint::compile(std::string_view(schema), vocab_);
   ASSERT_TRUE(compiled) << compiled.error().message;
   const std::string prompt = "Describe a fictional person who lives in Paris.";
   const Output first = generate(*compiled, schema, prompt, {}, 120);
@@ -114,7 +114,7 @@ TEST_F(ConstrainedModel, EveryOutputParsesAndValidates) {
   for (int trial = 0; cases < 30 && trial < 200; ++trial) {
     testing::SchemaGen sg(g, /*bounded=*/true);
     const std::string schema = sg.root().dump();
-    auto compiled = CompiledConstraint::compile(std::string_view(schema), trie_);
+    auto compiled = CompiledConstraint::compile(std::string_view(schema), vocab_);
     if (!compiled) continue;  // contradictory random constraints
     const auto& prompt = prompts[std::size_t(cases) % prompts.size()];
     const auto& sampling = samplings[std::size_t(cases) % samplings.size()];

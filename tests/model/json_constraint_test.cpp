@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "json_schema_gen.hpp"
 #include "model/gguf.hpp"
 #include "model/sampler.hpp"
 
@@ -20,15 +21,17 @@ class ConstraintTest : public ::testing::Test {
     auto tok = Tokenizer::from_gguf(*file);
     ASSERT_TRUE(tok) << tok.error().message;
     tokenizer_ = std::move(*tok);
-    trie_ = TokenTrie::build(*tokenizer_);
+    vocab_ = ConstraintVocabulary::build(*tokenizer_);
+    trie_ = &vocab_->trie();
   }
   static void TearDownTestSuite() {
-    trie_.reset();
+    trie_ = nullptr;
+    vocab_.reset();
     tokenizer_.reset();
   }
 
   std::shared_ptr<const CompiledConstraint> compile(const std::string& schema) {
-    auto c = CompiledConstraint::compile(std::string_view(schema), trie_);
+    auto c = CompiledConstraint::compile(std::string_view(schema), vocab_);
     EXPECT_TRUE(c) << (c ? "" : c.error().message);
     return c ? *c : nullptr;
   }
@@ -68,7 +71,13 @@ class ConstraintTest : public ::testing::Test {
         if (HasFailure()) return;
         const auto ids = c.allowed().ids();
         ASSERT_FALSE(ids.empty()) << "dead end after '" << c.text() << "'";
-        std::int32_t pick = ids[std::size_t(rng.next() % ids.size())];
+        // Half the time, a token with structure in it (they cross grammar boundaries).
+        std::vector<std::int32_t> structural;
+        for (std::int32_t id : ids)
+          if (trie_->piece(id).find_first_of("\"{}[],:") != std::string_view::npos || trie_->is_end_of_generation(id))
+            structural.push_back(id);
+        const auto& pool = !structural.empty() && rng.uniform() < 0.5 ? structural : ids;
+        std::int32_t pick = pool[std::size_t(rng.next() % pool.size())];
         if (trie_->is_end_of_generation(pick) && rng.uniform() < 0.5) break;
         ASSERT_TRUE(c.accept(pick)) << "allowed token " << pick << " rejected after '" << c.text() << "'";
       }
@@ -80,7 +89,8 @@ class ConstraintTest : public ::testing::Test {
   }
 
   static inline std::unique_ptr<Tokenizer> tokenizer_;
-  static inline std::shared_ptr<const TokenTrie> trie_;
+  static inline std::shared_ptr<const ConstraintVocabulary> vocab_;
+  static inline const TokenTrie* trie_ = nullptr;
 };
 
 TEST_F(ConstraintTest, TrieHoldsTextTokensOnly) {
@@ -114,6 +124,21 @@ TEST_F(ConstraintTest, MasksMatchBruteForceOnRandomWalks) {
       "k":{"type":"array","items":{"$ref":"#/$defs/t"}}},"required":["v"]}},"$ref":"#/$defs/t"})",
                4, 40, 4);
   random_walks("{}", 6, 30, 5);
+}
+
+TEST_F(ConstraintTest, MasksMatchBruteForceOnRandomSchemas) {
+  testing::Gen g(99);
+  int schemas = 0;
+  for (int trial = 0; schemas < 40 && trial < 300; ++trial) {
+    testing::SchemaGen sg(g, /*bounded=*/trial % 2 == 0);
+    const std::string schema = sg.root().dump();
+    if (!JsonGrammar::from_text(schema)) continue;  // contradictory random constraints
+    SCOPED_TRACE(schema);
+    random_walks(schema, 3, 30, std::uint64_t(trial));
+    if (HasFailure()) return;
+    ++schemas;
+  }
+  EXPECT_EQ(schemas, 40);
 }
 
 TEST_F(ConstraintTest, MultiByteUtf8SplitAcrossByteTokens) {
@@ -166,6 +191,30 @@ TEST_F(ConstraintTest, TokensSpanningGrammarBoundaries) {
   ASSERT_TRUE(v) << v.error().message;
   EXPECT_EQ(v->dump(), R"({"a":"x","b":[1]})");
   EXPECT_FALSE(c.accept(id_of("1")));
+}
+
+// A key that repeats (or begins like) an additional key written earlier: the mask
+// excludes closing it, and still allows any other key.
+TEST_F(ConstraintTest, WrittenAdditionalKeysAreNotRepeated) {
+  auto compiled = compile(R"({"type":"object","properties":{"id":{"type":"integer"}},
+      "additionalProperties":{"type":"integer"}})");
+  ASSERT_TRUE(compiled);
+  JsonConstraint c(compiled);
+  for (const char* piece : {"{\"", "name", "\":", "1", ",\"", "na"}) ASSERT_TRUE(c.accept(id_of(piece))) << piece;
+  expect_mask_matches(c);
+  ASSERT_TRUE(c.accept(id_of("me")));
+  expect_mask_matches(c);
+  EXPECT_FALSE(c.allowed().allows(id_of("\":")));  // "name" again
+  EXPECT_TRUE(c.allowed().allows(id_of("s")));
+  ASSERT_TRUE(c.accept(id_of("s")));
+  expect_mask_matches(c);
+  EXPECT_TRUE(c.allowed().allows(id_of("\":")));   // "names" is new
+  ASSERT_TRUE(c.accept(id_of("\":")));
+  ASSERT_TRUE(c.accept(id_of("2")));
+  ASSERT_TRUE(c.accept(id_of(",\"")));
+  ASSERT_TRUE(c.accept(id_of("id")));
+  expect_mask_matches(c);
+  EXPECT_FALSE(c.allowed().allows(id_of("\":")));  // declared, but only before other keys
 }
 
 TEST_F(ConstraintTest, EndOfGenerationOnlyWhenComplete) {

@@ -92,6 +92,31 @@ TEST(JsonGrammar, ObjectsFollowSchemaOrder) {
                   {"{}", R"({"m":2,"k":1})"});
 }
 
+// advance() over chunks (tokens) that end one additional key and begin the next: the
+// written keys are recorded after the chunk, and the next key is checked against them.
+TEST(JsonGrammar, AdditionalKeysAcrossChunks) {
+  auto g = grammar(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"integer"}})");
+  ASSERT_TRUE(g);
+  auto run = [&](std::initializer_list<std::string_view> chunks) {
+    MatchState state = g->initial_state();
+    std::string doc;
+    for (auto c : chunks) {
+      if (!g->advance(state, c, doc)) return false;
+      doc += c;
+    }
+    return g->is_complete(state);
+  };
+  EXPECT_TRUE(run({"{\"", "x\":1,\"xy", "\":2}"}));
+  EXPECT_TRUE(run({"{\"x", "\":1,\"", "y\":2,\"z", "\":3}"}));
+  EXPECT_FALSE(run({"{\"x", "\":1,\"", "y\":2,\"z\"", ":3}"}));  // y and z end in one chunk
+  EXPECT_FALSE(run({"{\"", "x\":1,\"x", "\":2}"}));           // repeats x
+  EXPECT_FALSE(run({"{\"x\":1,\"\\u0078", "\":2}"}));        // repeats x, escaped
+  EXPECT_FALSE(run({"{\"x\":1,\"y\":2}"}));                    // two keys end in one chunk
+  EXPECT_TRUE(run({"{\"x\":1,\"y", "\":2}"}));
+  EXPECT_FALSE(run({"{\"x\":1,", "\"y\":2,\"", "x\":3}"}));  // x again, a chunk later
+  EXPECT_FALSE(run({"{\"a\":1,\"", "a\":3}"}));                // declared a, then a again
+}
+
 TEST(JsonGrammar, Arrays) {
   expect_language(R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3})", {"[1]", "[1,2,3]"},
                   {"[]", "[1,2,3,4]", "[1,]", "[,1]", "[1 ]", "[\"a\"]"});

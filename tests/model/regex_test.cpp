@@ -66,7 +66,9 @@ TEST(Regex, RejectsWhatItCannotCompile) {
                         "(ab", "ab)", "[ab", "x{3,2}", "a{1001}", "(?i)a"}) {
     auto dfa = compile_pattern(p);
     EXPECT_FALSE(dfa) << p;
-    if (!dfa) EXPECT_NE(dfa.error().message.find("offset"), std::string::npos) << dfa.error().message;
+    if (!dfa) {
+      EXPECT_NE(dfa.error().message.find("offset"), std::string::npos) << dfa.error().message;
+    }
   }
 }
 
