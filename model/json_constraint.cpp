@@ -285,7 +285,7 @@ Result<std::shared_ptr<const CompiledConstraint>> CompiledConstraint::compile(
   return create(*g, std::move(vocabulary));
 }
 
-Result<std::shared_ptr<const CompiledConstraint>> CompiledConstraint::compile(
+Result<std::shared_ptr<const CompiledConstraint>> CompiledConstraint::parse(
     std::string_view schema_text, std::shared_ptr<const ConstraintVocabulary> vocabulary, std::vector<SchemaError>* errors) {
   auto g = JsonGrammar::from_text(schema_text, errors);
   if (!g) return std::unexpected(g.error());

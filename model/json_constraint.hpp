@@ -8,7 +8,7 @@
 // Use (a scheduler such as the cache actor):
 //
 //   auto vocab = ConstraintVocabulary::build(model.tokenizer());   // once per model (~40 ms)
-//   auto compiled = CompiledConstraint::compile(schema, vocab);    // once per schema (< 1 ms
+//   auto compiled = CompiledConstraint::parse(schema_text, vocab); // once per schema (< 1 ms
 //                                                                  // typically; cache it by text)
 //   if (!compiled) -> reject the request (HTTP 400, workflow validation error):
 //                     compiled.error() names every keyword it cannot enforce with its
@@ -97,7 +97,8 @@ class CompiledConstraint {
   static Result<std::shared_ptr<const CompiledConstraint>> compile(const Json& schema,
                                                                    std::shared_ptr<const ConstraintVocabulary> vocabulary,
                                                                    std::vector<SchemaError>* errors = nullptr);
-  static Result<std::shared_ptr<const CompiledConstraint>> compile(std::string_view schema_text,
+  // The schema as JSON text (key order kept: it is the generation order).
+  static Result<std::shared_ptr<const CompiledConstraint>> parse(std::string_view schema_text,
                                                                    std::shared_ptr<const ConstraintVocabulary> vocabulary,
                                                                    std::vector<SchemaError>* errors = nullptr);
   static std::shared_ptr<const CompiledConstraint> create(std::shared_ptr<const JsonGrammar> grammar,

@@ -10,6 +10,14 @@
 
 namespace arbor::model::testing {
 
+// Sanitizer builds (scripts/test.sh's ASan + UBSan stage) run the same property checks
+// on fewer random cases: they are 10-20x slower.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr int kCaseDivisor = 8;
+#else
+inline constexpr int kCaseDivisor = 1;
+#endif
+
 class Gen {
  public:
   explicit Gen(std::uint64_t seed) : rng_(seed) {}
