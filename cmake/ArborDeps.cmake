@@ -16,6 +16,11 @@ endif()
 
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Boost 1.74 REQUIRED)
+# Command-line parsing of the `arbor` CLI (header-only; Debian libcli11-dev). The
+# installed package (arborConfig.cmake sets ARBOR_CLI OFF) does not need it.
+if(NOT DEFINED ARBOR_CLI OR ARBOR_CLI)
+  find_package(CLI11 2.1 REQUIRED)
+endif()
 
 find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h REQUIRED)
 find_library(SENTENCEPIECE_LIBRARY sentencepiece REQUIRED)
