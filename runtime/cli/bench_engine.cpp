@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -17,7 +18,8 @@
 #include "model/model.hpp"
 #include "runtime/cli/bench.hpp"
 #include "runtime/cli/command.hpp"
-#include "runtime/cli/default_model.hpp"
+#include "runtime/cli/options.hpp"
+#include "runtime/cli/runtime_options.hpp"
 
 namespace arbor::cli {
 namespace {
@@ -86,17 +88,20 @@ Result<EngineFigures> measure(model::Engine& engine, cache::PagePool& pool, int 
 
 }  // namespace
 
-int bench_engine(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"json"}, &error);
-  if (!args) return std::fprintf(stderr, "arbor bench engine: %s\n", error.c_str()), kExitInvalid;
-  if (auto bad = args->unknown({"model", "threads", "json", "reps", "precision"}); !bad.empty())
-    return std::fprintf(stderr, "arbor bench engine: unknown option %s\n", bad[0].c_str()), kExitInvalid;
-  const int threads = int(args->get_int("threads", long(std::thread::hardware_concurrency()), &error));
-  const int reps = int(args->get_int("reps", 3, &error));
-  if (!error.empty() || threads < 1 || reps < 1)
-    return std::fprintf(stderr, "arbor bench engine: %s\n", error.empty() ? "--threads and --reps must be >= 1" : error.c_str()), kExitInvalid;
-  const std::string path = args->get("model", default_model_path());
+namespace {
+
+struct EngineOptions {
+  int reps = 3;
+  bool json = false;
+  RuntimeOptions runtime;  // --model, --threads, --precision
+};
+
+int bench_engine(const EngineOptions& o) {
+  RuntimeConfig config;
+  o.runtime.apply(config);
+  const int threads = config.num_threads > 0 ? config.num_threads : int(std::thread::hardware_concurrency());
+  const int reps = o.reps;
+  const std::string path = config.model_path;
   auto loaded = model::Model::load(path);
   if (!loaded) return std::fprintf(stderr, "arbor: %s\n", loaded.error().describe().c_str()), kExitInvalid;
   const model::Model& m = **loaded;
@@ -107,7 +112,7 @@ int bench_engine(const std::vector<std::string>& argv) {
   std::vector<std::pair<std::string, EngineFigures>> results;
   cache::KvGeometry geometry;
   for (const auto& [name, precision] : modes) {
-    if (args->has("precision") && args->get("precision") != name) continue;
+    if (o.runtime.given(kPrecisionFlag) && config.precision != name) continue;
     model::Engine engine(m.config(), m.weights(), threads, precision);
     geometry = engine.kv_geometry(16);
     cache::HostPageAllocator allocator;
@@ -116,13 +121,11 @@ int bench_engine(const std::vector<std::string>& argv) {
     if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
     results.emplace_back(name, *figures);
   }
-  if (results.empty())
-    return std::fprintf(stderr, "arbor bench engine: --precision must be accurate or fast\n"), kExitInvalid;
 
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double peak_rss_mb = double(usage.ru_maxrss) / 1024.0;
-  if (args->has("json")) {
+  if (o.json) {
     nlohmann::json j = {{"model", m.config().name}, {"threads", threads},
                         {"kv_bytes_per_token", geometry.bytes_per_token()}, {"peak_rss_mb", peak_rss_mb}};
     for (const auto& [name, f] : results)
@@ -144,6 +147,22 @@ int bench_engine(const std::vector<std::string>& argv) {
     std::printf("peak RSS         %.1f MB\n", peak_rss_mb);
   }
   return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_bench_engine(CLI::App& app) {
+  auto o = std::make_shared<EngineOptions>();
+  o->runtime.declare(app, kModelFlag | kThreadsFlag | kPrecisionFlag);
+  app.get_option("--precision")
+      ->default_str("")
+      ->description("measure only this activation precision: accurate or fast (default: both, side by side)");
+  app.add_option("--reps", o->reps, "measured repetitions (after one warm-up)")
+      ->type_name("N")
+      ->check(integer_in(1, 1000))
+      ->capture_default_str();
+  app.add_flag("--json", o->json, "print the figures as one JSON document");
+  return [o] { return bench_engine(*o); };
 }
 
 }  // namespace arbor::cli

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <latch>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -36,6 +37,7 @@
 #include "runtime/cli/bench.hpp"
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/default_model.hpp"
+#include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
 #include "runtime/server/server.hpp"
 
@@ -288,29 +290,24 @@ Result<Figures> run_once(const RuntimeConfig& runtime_config, int num_clients, i
 
 }  // namespace
 
-int bench_serve(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"json"}, &error);
-  if (!args) return std::fprintf(stderr, "arbor bench serve: %s\n", error.c_str()), kExitInvalid;
-  std::vector<std::string> known = {"json", "clients", "requests-per-client", "max-tokens"};
-  for (const auto& n : runtime_option_names())
-    if (n != "no-cache") known.push_back(n);  // both are measured
-  if (auto bad = args->unknown(known); !bad.empty())
-    return std::fprintf(stderr, "arbor bench serve: unknown option %s\n", bad[0].c_str()), kExitInvalid;
-  if (!args->positional().empty())
-    return std::fprintf(stderr, "arbor bench serve: unexpected argument '%s'\n", args->positional()[0].c_str()),
-           kExitInvalid;
+namespace {
+
+struct ServeBenchOptions {
+  std::string clients = "1,8,32";
+  int requests_per_client = 0;
+  int max_tokens = 32;
+  bool json = false;
+  RuntimeOptions runtime;  // all but --no-cache: both are measured
+};
+
+int bench_serve(const ServeBenchOptions& o) {
   RuntimeConfig config;
-  const auto counts = args->get_int_list("clients", "1,8,32", 1, 64, &error);
-  const int fixed_per_client = int(args->get_int("requests-per-client", 0, &error));
-  const int max_tokens = int(args->get_int("max-tokens", 32, &error));
-  if (error.empty() && (fixed_per_client < 0 || fixed_per_client > 1000))
-    error = "--requests-per-client must be in 1..1000 (default: 32 / clients, at least 1)";
-  if (error.empty() && (max_tokens < 1 || max_tokens > 1024)) error = "--max-tokens must be in 1..1024";
-  if (!error.empty() || !runtime_config_from(*args, config, &error))
-    return std::fprintf(stderr, "arbor bench serve: %s\n", error.c_str()), kExitInvalid;
+  o.runtime.apply(config);
+  const auto counts = parse_integer_list(o.clients);
+  const int fixed_per_client = o.requests_per_client;
+  const int max_tokens = o.max_tokens;
   const std::string system = system_prompt();
-  const bool json = args->has("json");
+  const bool json = o.json;
 
   nlohmann::json doc = {{"threads", config.num_threads},   {"precision", config.precision},
                         {"max_tokens", max_tokens},        {"system_prompt_chars", system.size()},
@@ -351,6 +348,26 @@ int bench_serve(const std::vector<std::string>& argv) {
   }
   if (json) std::printf("%s\n", doc.dump(2).c_str());
   return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_bench_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeBenchOptions>();
+  app.add_option("--clients", o->clients, "concurrent client counts to measure, a comma list")
+      ->type_name("N,N,...")
+      ->check(integer_list_in(1, 64))
+      ->capture_default_str();
+  app.add_option("--requests-per-client", o->requests_per_client,
+                 "streamed requests per client; 0 = " + std::to_string(kDefaultTotalRequests) +
+                     " / clients, at least 1")
+      ->type_name("N")
+      ->check(integer_in(0, 1000))
+      ->capture_default_str();
+  declare_bench_max_tokens(app, o->max_tokens);
+  app.add_flag("--json", o->json, "print the figures as one JSON document");
+  o->runtime.declare(app, kAllRuntimeFlags & ~kNoCacheFlag);
+  return [o] { return bench_serve(*o); };
 }
 
 }  // namespace arbor::cli

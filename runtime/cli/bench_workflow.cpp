@@ -3,12 +3,14 @@
 // with the prefix cache on and off, side by side in one process.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/cli/bench.hpp"
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/default_model.hpp"
+#include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
 
 namespace arbor::cli {
@@ -88,23 +90,24 @@ Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, c
 
 }  // namespace
 
-int bench_workflow(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"json", "no-cache"}, &error);
-  if (!args) return std::fprintf(stderr, "arbor bench workflow: %s\n", error.c_str()), kExitInvalid;
-  std::vector<std::string> known = {"json", "agents", "max-tokens"};
-  for (const auto& n : runtime_option_names()) known.push_back(n);
-  if (auto bad = args->unknown(known); !bad.empty())
-    return std::fprintf(stderr, "arbor bench workflow: unknown option %s\n", bad[0].c_str()), kExitInvalid;
+namespace {
+
+struct WorkflowOptions {
+  std::string agents = "1,2,4,8,16";
+  int max_tokens = 32;
+  bool json = false;
+  RuntimeOptions runtime;
+};
+
+int bench_workflow(const WorkflowOptions& o) {
   RuntimeConfig config;
-  const auto counts = args->get_int_list("agents", "1,2,4,8,16", 1, 64, &error);
-  const int max_tokens = int(args->get_int("max-tokens", 32, &error));
-  if (!error.empty() || !runtime_config_from(*args, config, &error))
-    return std::fprintf(stderr, "arbor bench workflow: %s\n", error.c_str()), kExitInvalid;
+  o.runtime.apply(config);
+  const auto counts = parse_integer_list(o.agents);
+  const int max_tokens = o.max_tokens;
   const std::string base_dir = find_project_file("workflows/examples");
 
   nlohmann::json doc = {{"threads", config.num_threads}, {"precision", config.precision}, {"runs", nlohmann::json::array()}};
-  if (!args->has("json"))
+  if (!o.json)
     std::printf("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s\n", "agents", "cache", "wall_ms", "prompt", "computed",
                 "ideal", "ttft_med", "ttft_max", "decode/s", "speedup");
   for (int n : counts) {
@@ -118,7 +121,7 @@ int bench_workflow(const std::vector<std::string>& argv) {
     for (bool cache : {true, false}) {
       const Figures& f = cache ? on : off;
       const double speedup = off.wall_ms / on.wall_ms;
-      if (args->has("json")) {
+      if (o.json) {
         doc["runs"].push_back({{"agents", n}, {"cache", cache}, {"wall_ms", f.wall_ms},
                                {"prompt_tokens", f.prompt_tokens}, {"computed_tokens", f.computed_tokens},
                                {"ideal_prefill_tokens", on.ideal_prefill}, {"generated_tokens", f.generated_tokens},
@@ -133,8 +136,23 @@ int bench_workflow(const std::vector<std::string>& argv) {
       }
     }
   }
-  if (args->has("json")) std::printf("%s\n", doc.dump(2).c_str());
+  if (o.json) std::printf("%s\n", doc.dump(2).c_str());
   return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_bench_workflow(CLI::App& app) {
+  auto o = std::make_shared<WorkflowOptions>();
+  app.add_option("--agents", o->agents, "sub-agent counts to measure, a comma list")
+      ->type_name("N,N,...")
+      ->check(integer_list_in(1, 64))
+      ->capture_default_str();
+  declare_bench_max_tokens(app, o->max_tokens);
+  app.add_flag("--json", o->json, "print the figures as one JSON document");
+  o->runtime.declare(app);
+  app.get_option("--no-cache")->description("ignored: every count is measured with the prefix cache on and off");
+  return [o] { return bench_workflow(*o); };
 }
 
 }  // namespace arbor::cli

@@ -1,32 +1,44 @@
-#include <cstdio>
+#include <map>
+#include <memory>
 
 #include "runtime/cli/bench.hpp"
-#include "runtime/cli/command.hpp"
+#include "runtime/cli/options.hpp"
 
 namespace arbor::cli {
+
+void declare_bench_max_tokens(CLI::App& app, int& max_tokens) {
+  app.add_option("--max-tokens", max_tokens, "tokens generated per agent or request (greedy)")
+      ->type_name("N")
+      ->check(integer_in(1, 1024))
+      ->capture_default_str();
+}
+
 namespace {
 
-int run_bench(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help") {
-    std::printf(
-        "usage: arbor bench engine   [--model PATH] [--threads N] [--reps N] [--precision accurate|fast] [--json]\n"
-        "       arbor bench workflow [--agents 1,2,4,8,16] [--max-tokens 32] [--threads N] [--precision P] [--json]\n"
-        "       arbor bench serve    [--clients 1,8,32] [--requests-per-client N] [--max-tokens 32] [--threads N]\n"
-        "                            [--precision P] [--json]   (HTTP server, streaming clients, cache on/off)\n");
-    return args.empty() ? kExitInvalid : kExitOk;
-  }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (args[0] == "engine") return bench_engine(rest);
-  if (args[0] == "workflow") return bench_workflow(rest);
-  if (args[0] == "serve") return bench_serve(rest);
-  std::fprintf(stderr, "arbor bench: unknown benchmark '%s' (engine, workflow, serve)\n", args[0].c_str());
-  return kExitInvalid;
+Runner setup(CLI::App& app) {
+  auto runners = std::make_shared<std::map<const CLI::App*, Runner>>();
+  auto add = [&](const char* name, const char* summary, Runner (*declare)(CLI::App&)) {
+    CLI::App* sub = app.add_subcommand(name, summary);
+    (*runners)[sub] = declare(*sub);
+    sub->footer("Exit codes: 0 ok, 1 a measurement failed, 2 invalid input.");
+  };
+  add("engine", "the forward engine: pp512, tg128, batched decode (accurate and fast activations)",
+      setup_bench_engine);
+  add("workflow", "N sub-agents over one shared document, prefix cache on and off", setup_bench_workflow);
+  add("serve", "the HTTP server: streaming clients, prefix cache on and off", setup_bench_serve);
+  app.require_subcommand(1);
+  app.footer("Figures for BENCHMARKS.md; `arbor bench WHAT --help` for each one's options.");
+  CLI::App* bench = &app;
+  return [runners, bench] {
+    for (const CLI::App* sub : bench->get_subcommands()) return (*runners)[sub]();
+    return kExitInvalid;  // unreachable: CLI11 requires one
+  };
 }
 
 ARBOR_CLI_COMMAND("bench",
                   "benchmarks: engine (pp512, tg128, batched decode), workflow (N sub-agents, cache on/off), "
                   "serve (streaming HTTP clients, cache on/off)",
-                  run_bench);
+                  setup);
 
 }  // namespace
 }  // namespace arbor::cli

@@ -1,63 +1,52 @@
 // `arbor generate --prompt TEXT`: one chat-formatted generation through the runtime
 // (the same cache actor a workflow uses).
 #include <cstdio>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/cli/command.hpp"
+#include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
 
 namespace arbor::cli {
 namespace {
 
-void print_usage() {
-  std::fprintf(stderr,
-               "usage: arbor generate --prompt TEXT [--system TEXT] [--max-tokens N] [--temperature T]\n"
-               "                      [--top-p P] [--top-k K] [--seed S] [--stop STR ...] [--raw] [--json]\n"
-               "                      [--model PATH] [--threads N] [--kv-mem MB] [--precision accurate|fast]\n");
-}
+struct GenerateOptions {
+  std::string prompt, system;
+  SamplingOptions sampling;  // its defaults are the help's
+  bool raw = false, json = false;
+  CLI::Option* system_option = nullptr;  // an empty --system still sends a system message
+  RuntimeOptions runtime;
+};
 
-int run_generate(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"json", "raw", "no-cache", "help"}, &error);
-  if (!args || args->has("help")) return print_usage(), args ? kExitOk : kExitInvalid;
-  std::vector<std::string> known = {"prompt", "system", "max-tokens", "temperature", "top-p", "top-k",
-                                    "seed", "stop", "raw", "json", "help"};
-  for (const auto& n : runtime_option_names()) known.push_back(n);
-  if (auto bad = args->unknown(known); !bad.empty())
-    return std::fprintf(stderr, "arbor generate: unknown option %s\n", bad[0].c_str()), print_usage(), kExitInvalid;
-  if (!args->has("prompt"))
-    return std::fprintf(stderr, "arbor generate: --prompt is required\n"), print_usage(), kExitInvalid;
+// The runtime's messages name request fields; here they are flags.
+std::string worded(const Error& error) { return cli_wording(error.describe(), {{"max_tokens", "--max-tokens"}}); }
 
+int run_generate(GenerateOptions& o) {
   GenerateRequest request;
-  request.sampling.max_tokens = int(args->get_int("max-tokens", 128, &error));
-  request.sampling.temperature = args->get_double("temperature", 0.0, &error);
-  request.sampling.top_p = args->get_double("top-p", 1.0, &error);
-  request.sampling.top_k = int(args->get_int("top-k", 0, &error));
-  request.sampling.seed = std::uint64_t(args->get_int("seed", 0, &error));
-  request.sampling.stop = args->get_all("stop");
+  request.sampling = o.sampling;
   RuntimeConfig config;
-  if (!error.empty() || !runtime_config_from(*args, config, &error))
-    return std::fprintf(stderr, "arbor generate: %s\n", error.c_str()), kExitInvalid;
-  if (args->has("raw")) {
-    request.raw_prompt = args->get("prompt");
+  o.runtime.apply(config);
+  if (o.raw) {
+    request.raw_prompt = o.prompt;
   } else {
-    if (args->has("system")) request.messages.push_back({"system", args->get("system")});
-    request.messages.push_back({"user", args->get("prompt")});
+    if (o.system_option->count()) request.messages.push_back({"system", o.system});
+    request.messages.push_back({"user", o.prompt});
   }
 
   auto runtime = Runtime::create(config);
-  if (!runtime) return std::fprintf(stderr, "arbor: %s\n", runtime.error().describe().c_str()), kExitInvalid;
-  const bool json = args->has("json");
+  if (!runtime) return std::fprintf(stderr, "arbor: %s\n", worded(runtime.error()).c_str()), kExitInvalid;
+  const bool json = o.json;
   auto handle = (*runtime)->start_generate(request, [json](const std::string& piece) {
     if (json) return;
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   });
-  if (!handle) return std::fprintf(stderr, "arbor: %s\n", handle.error().describe().c_str()), kExitInvalid;
+  if (!handle) return std::fprintf(stderr, "arbor: %s\n", worded(handle.error()).c_str()), kExitInvalid;
   auto finished = handle->result();
   if (!finished) {
-    std::fprintf(stderr, "%sarbor generate: %s\n", json ? "" : "\n", finished.error().describe().c_str());
+    std::fprintf(stderr, "%sarbor generate: %s\n", json ? "" : "\n", worded(finished.error()).c_str());
     const ErrorCode code = finished.error().code;
     return code == ErrorCode::too_long || code == ErrorCode::invalid_argument || code == ErrorCode::out_of_memory
                ? kExitInvalid
@@ -75,7 +64,42 @@ int run_generate(const std::vector<std::string>& argv) {
   return result.finish_reason == "cancelled" ? kExitFailed : kExitOk;
 }
 
-ARBOR_CLI_COMMAND("generate", "one chat-formatted generation (--prompt TEXT)", run_generate);
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<GenerateOptions>();
+  SamplingOptions& s = o->sampling;
+  app.add_option("--prompt", o->prompt, "the user message (with --raw: the whole prompt)")
+      ->type_name("TEXT")
+      ->required();
+  o->system_option = app.add_option("--system", o->system, "a system message before it")->type_name("TEXT");
+  app.add_option("--max-tokens", s.max_tokens, "tokens to generate at most")
+      ->type_name("N")
+      ->check(integer_in(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--temperature", s.temperature, "sampling temperature; 0 = greedy")
+      ->type_name("T")
+      ->check(number_in(0, 100))
+      ->capture_default_str();
+  app.add_option("--top-p", s.top_p, "nucleus sampling: keep the most likely tokens up to this mass")
+      ->type_name("P")
+      ->check(number_in(0, 1))
+      ->capture_default_str();
+  app.add_option("--top-k", s.top_k, "keep the K most likely tokens; 0 = off")
+      ->type_name("K")
+      ->check(integer_in(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--seed", s.seed, "sampling seed")->type_name("S")->capture_default_str();
+  app.add_option("--stop", s.stop, "stop after this text (repeatable)")
+      ->type_name("STR")
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag("--raw", o->raw, "send --prompt as is, without the model's chat template");
+  app.add_flag("--json", o->json, "print the result as one JSON document instead of streaming the text");
+  o->runtime.declare(app);
+  app.footer("Exit codes: 0 ok, 1 cancelled, 2 invalid input (a flag, the model, a prompt too long or a KV pool too small).");
+  return [o] { return run_generate(*o); };
+}
+
+ARBOR_CLI_COMMAND("generate", "one chat-formatted generation (--prompt TEXT)", setup);
 
 }  // namespace
 }  // namespace arbor::cli

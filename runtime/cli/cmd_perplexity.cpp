@@ -2,6 +2,7 @@
 // llama.cpp's perplexity tool reports it.
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -9,32 +10,30 @@
 #include "model/model.hpp"
 #include "model/perplexity.hpp"
 #include "runtime/cli/command.hpp"
-#include "runtime/cli/default_model.hpp"
+#include "runtime/cli/options.hpp"
+#include "runtime/cli/runtime_options.hpp"
 
 namespace arbor::cli {
 namespace {
 
-int run_perplexity(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"help"}, &error);
-  if (!args || args->has("help") || args->positional().size() != 1) {
-    std::fprintf(stderr, "%susage: arbor perplexity FILE [--ctx N] [--model PATH] [--threads N]\n",
-                 error.empty() ? "" : ("arbor perplexity: " + error + "\n").c_str());
-    return args && args->has("help") ? kExitOk : kExitInvalid;
-  }
-  if (auto bad = args->unknown({"ctx", "model", "threads"}); !bad.empty())
-    return std::fprintf(stderr, "arbor perplexity: unknown option %s\n", bad[0].c_str()), kExitInvalid;
-  const int ctx = int(args->get_int("ctx", 512, &error));
-  const int threads = int(args->get_int("threads", long(std::thread::hardware_concurrency()), &error));
-  if (!error.empty()) return std::fprintf(stderr, "arbor perplexity: %s\n", error.c_str()), kExitInvalid;
+struct PerplexityOptions {
+  std::string file;
+  int ctx = 512;
+  RuntimeOptions runtime;  // --model, --threads
+};
 
-  const std::string& path = args->positional()[0];
+int run_perplexity(const PerplexityOptions& o) {
+  RuntimeConfig config;
+  o.runtime.apply(config);
+  const int threads = config.num_threads > 0 ? config.num_threads : int(std::thread::hardware_concurrency());
+  const int ctx = o.ctx;
+  const std::string& path = o.file;
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::fprintf(stderr, "arbor perplexity: cannot read '%s'\n", path.c_str()), kExitInvalid;
   std::stringstream text;
   text << in.rdbuf();
 
-  auto loaded = model::Model::load(args->get("model", default_model_path()));
+  auto loaded = model::Model::load(config.model_path);
   if (!loaded) return std::fprintf(stderr, "arbor: %s\n", loaded.error().describe().c_str()), kExitInvalid;
   const model::Model& m = **loaded;
   std::vector<model::TokenId> tokens;
@@ -56,7 +55,18 @@ int run_perplexity(const std::vector<std::string>& argv) {
   return kExitOk;
 }
 
-ARBOR_CLI_COMMAND("perplexity", "perplexity of a text file (llama.cpp's method)", run_perplexity);
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<PerplexityOptions>();
+  app.add_option("file", o->file, "the text file")->type_name("FILE")->required();
+  app.add_option("--ctx", o->ctx, "tokens per chunk (each chunk is scored on its second half)")
+      ->type_name("N")
+      ->check(integer_in(4, 1 << 20))
+      ->capture_default_str();
+  o->runtime.declare(app, kModelFlag | kThreadsFlag);
+  return [o] { return run_perplexity(*o); };
+}
+
+ARBOR_CLI_COMMAND("perplexity", "perplexity of a text file (llama.cpp's method)", setup);
 
 }  // namespace
 }  // namespace arbor::cli

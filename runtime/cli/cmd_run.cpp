@@ -3,71 +3,68 @@
 // Exit codes: 0 every run ok, 1 a run failed, 2 invalid input.
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
+#include <condition_variable>
 #include <cstdio>
-#include <mutex>
+#include <memory>
+#include <stop_token>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/cli/command.hpp"
+#include "runtime/cli/progress.hpp"
 #include "runtime/cli/runtime_options.hpp"
+#include "runtime/cli/workflow_inputs.hpp"
+#include "workflows/plan.hpp"
 
 namespace arbor::cli {
 namespace {
 
-void print_usage() {
-  std::fprintf(stderr,
-               "usage: arbor run WF.json [WF2.json ...] [--input k=v ...] [--json] [--no-cache]\n"
-               "                 [--kv-mem MB] [--page-size N] [--eviction lru|lfu|workflow]\n"
-               "                 [--threads N] [--model PATH] [--precision accurate|fast]\n");
-}
+struct RunOptions {
+  std::vector<std::string> workflows;
+  std::vector<std::string> inputs;
+  bool json = false;
+  RuntimeOptions runtime;
+};
 
-// Live one-line progress on stderr: agents running/done, decode tokens/s, hit rate.
-class Progress {
+// Redraws the progress line on stderr every 250 ms until stopped (a terminal only).
+class ProgressLine {
  public:
-  explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
-
-  void on_event(const Event& e) {
-    if (!enabled_) return;
-    std::lock_guard lock(mu_);
-    switch (e.kind) {
-      case Event::Kind::agent_started: ++running_; break;
-      case Event::Kind::agent_finished:
-        --running_;
-        ++done_;
-        hit_ratio_ = e.cache.hit_ratio;
-        break;
-      case Event::Kind::token: ++tokens_; break;
-      default: break;
-    }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::fprintf(stderr, "\r[arbor] agents running %d, done %d | %.1f tokens/s | cache hit %.0f%%   ", running_,
-                 done_, secs > 0 ? double(tokens_) / secs : 0.0, 100.0 * hit_ratio_);
+  explicit ProgressLine(bool enabled) : tracker_(ProgressClock::now()) {
+    if (enabled)
+      thread_ = std::jthread([this](std::stop_token stop) {
+        std::mutex mu;
+        std::condition_variable_any cv;
+        std::unique_lock lock(mu);
+        while (!stop.stop_requested()) {
+          cv.wait_for(lock, stop, std::chrono::milliseconds(250), [] { return false; });  // wakes on stop
+          if (!stop.stop_requested()) draw();
+        }
+      });
   }
+  ProgressTracker& tracker() { return tracker_; }
   void finish() {
-    if (enabled_) std::fprintf(stderr, "\n");
+    if (!thread_.joinable()) return;
+    thread_.request_stop();
+    thread_.join();
+    draw();
+    std::fprintf(stderr, "\n");
   }
 
  private:
-  bool enabled_;
-  std::chrono::steady_clock::time_point start_;
-  std::mutex mu_;
-  int running_ = 0, done_ = 0;
-  long tokens_ = 0;
-  double hit_ratio_ = 0;
+  void draw() {
+    const std::string line = format_progress(tracker_.counts(ProgressClock::now()));
+    std::fprintf(stderr, "\r%s\033[K", line.c_str());  // \033[K: erase the rest of a longer old line
+    std::fflush(stderr);
+  }
+  ProgressTracker tracker_;
+  std::jthread thread_;
 };
 
-bool parse_inputs(const Args& args, std::map<std::string, std::string>& inputs, std::string* error) {
-  for (const std::string& kv : args.get_all("input")) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      *error = "--input expects key=value, got '" + kv + "'";
-      return false;
-    }
-    inputs[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return true;
+// Messages of the runtime name configuration fields; on the command line, the flags.
+void reword_errors(RunResult& run) {
+  run.error = cli_wording(run.error);
+  for (AgentResult& a : run.agents) a.error = cli_wording(a.error);
 }
 
 void print_text_report(const RunResult& run) {
@@ -83,34 +80,35 @@ void print_text_report(const RunResult& run) {
   }
 }
 
-int run_workflows(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"json", "no-cache", "help"}, &error);
-  if (!args || args->has("help")) return print_usage(), args ? kExitOk : kExitInvalid;
-  std::vector<std::string> known = {"input", "json", "help"};
-  for (const auto& n : runtime_option_names()) known.push_back(n);
-  if (auto bad = args->unknown(known); !bad.empty())
-    return std::fprintf(stderr, "arbor run: unknown option %s\n", bad[0].c_str()), print_usage(), kExitInvalid;
-  if (args->positional().empty()) return std::fprintf(stderr, "arbor run: no workflow given\n"), print_usage(), kExitInvalid;
-  std::map<std::string, std::string> inputs;
+int run_workflows(const RunOptions& o) {
+  auto inputs = workflows::parse_input_overrides(o.inputs);
+  if (!inputs) return std::fprintf(stderr, "arbor run: %s\n", inputs.error().message.c_str()), kExitInvalid;
+  std::vector<std::optional<std::set<std::string>>> declared;
+  for (const std::string& path : o.workflows) declared.push_back(declared_inputs(path));
+  auto routed = route_inputs(o.workflows, declared, *inputs);
+  if (!routed) return std::fprintf(stderr, "arbor run: %s\n", routed.error().message.c_str()), kExitInvalid;
   RuntimeConfig config;
-  if (!parse_inputs(*args, inputs, &error) || !runtime_config_from(*args, config, &error))
-    return std::fprintf(stderr, "arbor run: %s\n", error.c_str()), kExitInvalid;
+  o.runtime.apply(config);
 
   auto runtime = Runtime::create(config);
-  if (!runtime) return std::fprintf(stderr, "arbor: %s\n", runtime.error().describe().c_str()), kExitInvalid;
-  const bool json = args->has("json");
-  Progress progress(!json && isatty(STDERR_FILENO));
+  if (!runtime)
+    return std::fprintf(stderr, "arbor: %s\n", cli_wording(runtime.error().describe()).c_str()), kExitInvalid;
+  ProgressLine progress(!o.json && isatty(STDERR_FILENO));
   std::vector<RunHandle> handles;
-  for (const std::string& path : args->positional()) {
-    auto handle = (*runtime)->start(path, inputs, [&progress](const Event& e) { progress.on_event(e); });
+  for (std::size_t i = 0; i < o.workflows.size(); ++i) {
+    auto handle = (*runtime)->start(o.workflows[i], (*routed)[i], [&progress](const Event& e) {
+      progress.tracker().on_event(e, ProgressClock::now());
+    });
     if (!handle) {
       for (RunHandle& h : handles) h.cancel();
+      for (RunHandle& h : handles) h.wait();
+      progress.finish();
       std::fprintf(stderr, "arbor run: %s\n", handle.error().message.c_str());
       return handle.error().code == ErrorCode::invalid_argument || handle.error().code == ErrorCode::not_found
                  ? kExitInvalid
                  : kExitFailed;
     }
+    progress.tracker().add_agents(handle->snapshot().agents.size());
     handles.push_back(*handle);
   }
   std::vector<RunResult> results;
@@ -118,8 +116,11 @@ int run_workflows(const std::vector<std::string>& argv) {
   progress.finish();
 
   bool all_ok = true;
-  for (const RunResult& r : results) all_ok = all_ok && r.status == "ok";
-  if (json) {
+  for (RunResult& r : results) {
+    all_ok = all_ok && r.status == "ok";
+    reword_errors(r);
+  }
+  if (o.json) {
     nlohmann::json doc = {{"runs", nlohmann::json::array()}};
     for (const RunResult& r : results) doc["runs"].push_back(nlohmann::json::parse(to_json(r)));
     doc["cache"] = nlohmann::json::parse(to_json((*runtime)->cache_stats()));
@@ -135,7 +136,37 @@ int run_workflows(const std::vector<std::string>& argv) {
   return all_ok ? kExitOk : kExitFailed;
 }
 
-ARBOR_CLI_COMMAND("run", "run workflows (JSON) concurrently on one runtime and cache", run_workflows);
+// The built-in generation settings a workflow's agents get where it sets none.
+std::string generation_defaults_text() {
+  const workflows::GenerationSettings g;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "Agents generate with the workflow's \"generation\" settings (defaults.generation, then the agent's);\n"
+                "unset ones are max_tokens %d, temperature %g (greedy), top_p %g, top_k %d (off), seed %llu.\n",
+                g.max_tokens, g.temperature, g.top_p, g.top_k, (unsigned long long)g.seed);
+  return text;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  app.add_option("workflows", o->workflows, "workflow files (JSON), run concurrently in one runtime and one cache")
+      ->type_name("WF.json")
+      ->required();
+  declare_input_option(app, o->inputs);
+  app.add_flag("--json", o->json,
+               "print one JSON document {\"runs\": [...], \"cache\": {...}} instead of the text report "
+               "(and no progress line)");
+  o->runtime.declare(app);
+  app.footer(
+      std::string("With several workflows, each gets the --input values it declares; an input that none declares is an error.\n")
+      + generation_defaults_text() +
+      "On a terminal, a progress line on stderr shows agents (total, running, done, failed, waiting),\n"
+      "tokens/s over the last second and the cache hit ratio.\n"
+      "Exit codes: 0 every run ok, 1 a run failed, 2 invalid input (flags, inputs, workflow files).");
+  return [o] { return run_workflows(*o); };
+}
+
+ARBOR_CLI_COMMAND("run", "run workflows (JSON) concurrently on one runtime and cache", setup);
 
 }  // namespace
 }  // namespace arbor::cli

@@ -2,20 +2,19 @@
 // dashboard) over one Runtime. SIGINT/SIGTERM drain in-flight work and exit 0.
 #include <csignal>
 #include <cstdio>
+#include <memory>
 
 #include <pthread.h>
 
 #include "runtime/cli/command.hpp"
+#include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
 #include "runtime/server/server.hpp"
 
 namespace arbor::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: arbor serve [--host 127.0.0.1] [--port 8080] [--config FILE] [--model PATH]\n"
-    "                   [--threads N] [--kv-mem MB] [--io-threads N] [--no-cache]\n"
-    "                   [--page-size N] [--eviction lru|lfu|workflow] [--precision accurate|fast]\n"
+constexpr const char* kFooter =
     "Serves the runtime over HTTP:\n"
     "  GET  /                       live cache dashboard\n"
     "  GET  /health, /v1/models, /metrics (Prometheus)\n"
@@ -24,37 +23,32 @@ constexpr const char* kUsage =
     "  GET  /v1/cache/stats, /v1/cache/tree\n"
     "--config FILE: JSON {host, port, admin_key, keys: {KEY: tenant}, tenants, limits, runtime}.\n"
     "Without it: loopback only, one tenant 'default', no authentication.\n"
-    "Command-line options override the file. SIGINT/SIGTERM drain, then exit.\n";
+    "A flag given on the command line overrides the file; the defaults shown apply to what neither sets.\n"
+    "SIGINT/SIGTERM drain, then exit. Exit codes: 0 stopped by a signal, 1 could not start, 2 invalid input.";
 
 bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "::1" || host == "localhost"; }
 
-int run_serve(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"help", "no-cache"}, &error);
-  if (!args) return std::fprintf(stderr, "arbor serve: %s\n", error.c_str()), kExitInvalid;
-  if (args->has("help")) return std::fputs(kUsage, stdout), kExitOk;
-  if (!args->positional().empty())
-    return std::fprintf(stderr, "arbor serve: unexpected argument '%s'\n%s", args->positional()[0].c_str(), kUsage),
-           kExitInvalid;
-  std::vector<std::string> known = {"help", "host", "port", "config", "io-threads"};
-  for (const auto& n : runtime_option_names()) known.push_back(n);
-  if (auto unknown = args->unknown(known); !unknown.empty())
-    return std::fprintf(stderr, "arbor serve: unknown option %s (try --help)\n", unknown[0].c_str()), kExitInvalid;
+struct ServeOptions {
+  server::ServerConfig defaults;  // bound to the flags: the help shows its values
+  std::string config_file;
+  CLI::Option* config = nullptr;
+  CLI::Option* host = nullptr;
+  CLI::Option* port = nullptr;
+  CLI::Option* io_threads = nullptr;
+  RuntimeOptions runtime;
+};
 
+int run_serve(const ServeOptions& o) {
   server::ServerConfig config;
-  const bool has_config = args->has("config");
-  if (has_config) {
-    auto loaded = server::load_server_config(args->get("config"));
+  if (o.config->count()) {
+    auto loaded = server::load_server_config(o.config_file);
     if (!loaded) return std::fprintf(stderr, "arbor serve: %s\n", loaded.error().message.c_str()), kExitInvalid;
     config = std::move(*loaded);
   }
-  config.host = args->get("host", config.host);
-  config.port = static_cast<int>(args->get_int("port", config.port, &error));
-  config.io_threads = static_cast<int>(args->get_int("io-threads", config.io_threads, &error));
-  if (!error.empty() || !runtime_config_from(*args, config.runtime, &error))
-    return std::fprintf(stderr, "arbor serve: %s\n", error.c_str()), kExitInvalid;
-  if (config.port < 0 || config.port > 65535 || config.io_threads < 1)
-    return std::fprintf(stderr, "arbor serve: --port must be 0..65535 and --io-threads at least 1\n"), kExitInvalid;
+  if (o.host->count()) config.host = o.defaults.host;
+  if (o.port->count()) config.port = o.defaults.port;
+  if (o.io_threads->count()) config.io_threads = o.defaults.io_threads;
+  o.runtime.apply(config.runtime);
   if (!config.auth && !is_loopback(config.host))
     return std::fprintf(stderr,
                         "arbor serve: refusing to serve %s without authentication; give --config with keys "
@@ -98,8 +92,28 @@ int run_serve(const std::vector<std::string>& argv) {
   return kExitOk;
 }
 
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  o->config = app.add_option("--config", o->config_file, "server config file (JSON): API keys, tenants, limits, runtime")
+                  ->type_name("FILE");
+  o->host = app.add_option("--host", o->defaults.host, "address to bind (other than loopback only with --config keys)")
+                ->type_name("ADDR")
+                ->capture_default_str();
+  o->port = app.add_option("--port", o->defaults.port, "TCP port; 0 = any free port")
+                ->type_name("N")
+                ->check(integer_in(0, 65535))
+                ->capture_default_str();
+  o->io_threads = app.add_option("--io-threads", o->defaults.io_threads, "threads serving HTTP connections")
+                      ->type_name("N")
+                      ->check(integer_in(1, 1024))
+                      ->capture_default_str();
+  o->runtime.declare(app);
+  app.footer(kFooter);
+  return [o] { return run_serve(*o); };
+}
+
 }  // namespace
 
-ARBOR_CLI_COMMAND("serve", "HTTP server: OpenAI-compatible API, workflow runs, metrics, cache dashboard", run_serve);
+ARBOR_CLI_COMMAND("serve", "HTTP server: OpenAI-compatible API, workflow runs, metrics, cache dashboard", setup);
 
 }  // namespace arbor::cli

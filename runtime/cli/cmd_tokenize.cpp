@@ -1,6 +1,7 @@
 // `arbor tokenize --text TEXT [--model PATH] [--json] [--no-special]`: prints the token
 // ids of TEXT and the piece each id stands for.
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -8,17 +9,10 @@
 #include "model/tokenizer.hpp"
 #include "model/unicode.hpp"
 #include "runtime/cli/command.hpp"
-#include "runtime/cli/default_model.hpp"
+#include "runtime/cli/runtime_options.hpp"
 
 namespace arbor::cli {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: arbor tokenize --text TEXT [--model PATH] [--json] [--no-special]\n"
-    "  --text TEXT    text to tokenize (required)\n"
-    "  --model PATH   GGUF model (default: models/SmolLM2-135M-Instruct.Q4_1.gguf)\n"
-    "  --json         print {\"model\", \"ids\", \"pieces\"} as JSON\n"
-    "  --no-special   treat control-token text such as <|im_start|> as plain text\n";
 
 // JSON string body: escapes, and U+FFFD for bytes that are not valid UTF-8 (a piece
 // may be half of a multi-byte character).
@@ -47,26 +41,16 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-int run_tokenize(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"json", "no-special", "help"}, &error);
-  if (!args) {
-    std::fprintf(stderr, "arbor tokenize: %s\n%s", error.c_str(), kUsage);
-    return kExitInvalid;
-  }
-  if (args->has("help")) {
-    std::printf("%s", kUsage);
-    return kExitOk;
-  }
-  if (auto unknown = args->unknown({"text", "model", "json", "no-special", "help"}); !unknown.empty()) {
-    std::fprintf(stderr, "arbor tokenize: unknown option %s\n%s", unknown[0].c_str(), kUsage);
-    return kExitInvalid;
-  }
-  if (!args->has("text") || !args->positional().empty()) {
-    std::fprintf(stderr, "arbor tokenize: --text is required\n%s", kUsage);
-    return kExitInvalid;
-  }
-  const std::string path = args->get("model", default_model_path());
+struct TokenizeOptions {
+  std::string text;
+  bool json = false, no_special = false;
+  RuntimeOptions runtime;  // --model only
+};
+
+int run_tokenize(const TokenizeOptions& o) {
+  RuntimeConfig config;
+  o.runtime.apply(config);
+  const std::string path = config.model_path;
   auto file = model::GgufFile::open(path);
   if (!file) {
     std::fprintf(stderr, "arbor tokenize: %s\n", file.error().describe().c_str());
@@ -77,8 +61,8 @@ int run_tokenize(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "arbor tokenize: %s\n", tokenizer.error().describe().c_str());
     return kExitFailed;
   }
-  const auto ids = (*tokenizer)->encode(args->get("text"), !args->has("no-special"));
-  if (args->has("json")) {
+  const auto ids = (*tokenizer)->encode(o.text, !o.no_special);
+  if (o.json) {
     std::string out = "{\"model\": " + json_string(path) + ", \"ids\": [";
     for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
     out += "], \"pieces\": [";
@@ -94,8 +78,17 @@ int run_tokenize(const std::vector<std::string>& argv) {
   return kExitOk;
 }
 
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<TokenizeOptions>();
+  app.add_option("--text", o->text, "text to tokenize")->type_name("TEXT")->required();
+  o->runtime.declare(app, kModelFlag);
+  app.add_flag("--json", o->json, "print {\"model\", \"ids\", \"pieces\"} as JSON");
+  app.add_flag("--no-special", o->no_special, "treat control-token text such as <|im_start|> as plain text");
+  return [o] { return run_tokenize(*o); };
+}
+
 }  // namespace
 
-ARBOR_CLI_COMMAND("tokenize", "print the token ids (and pieces) of a text", run_tokenize);
+ARBOR_CLI_COMMAND("tokenize", "print the token ids (and pieces) of a text", setup);
 
 }  // namespace arbor::cli

@@ -1,30 +1,24 @@
 // `arbor validate WF.json [--input k=v ...]`: load and check a workflow without running it.
 #include <cstdio>
+#include <memory>
 
 #include "runtime/cli/command.hpp"
+#include "runtime/cli/workflow_inputs.hpp"
 #include "workflows/workflow.hpp"
 
 namespace arbor::cli {
 namespace {
 
-int run_validate(const std::vector<std::string>& argv) {
-  std::string error;
-  auto args = Args::parse(argv, {"help"}, &error);
-  if (!args) return std::fprintf(stderr, "arbor validate: %s\n", error.c_str()), kExitInvalid;
-  if (args->has("help") || args->positional().size() != 1) {
-    std::fprintf(args->has("help") ? stdout : stderr,
-                 "usage: arbor validate WORKFLOW.json [--input KEY=VALUE ...]\n"
-                 "Checks a workflow (types, references, templates, cycles, prefix files) and\n"
-                 "prints its shape and layout warnings. Exit 0 valid, 2 invalid.\n");
-    return args->has("help") ? kExitOk : kExitInvalid;
-  }
-  if (auto unknown = args->unknown({"input", "help"}); !unknown.empty())
-    return std::fprintf(stderr, "arbor validate: unknown option %s (try --help)\n", unknown[0].c_str()),
-           kExitInvalid;
-  auto overrides = workflows::parse_input_overrides(args->get_all("input"));
+struct ValidateOptions {
+  std::string workflow;
+  std::vector<std::string> inputs;
+};
+
+int run_validate(const ValidateOptions& o) {
+  auto overrides = workflows::parse_input_overrides(o.inputs);
   if (!overrides)
     return std::fprintf(stderr, "arbor validate: %s\n", overrides.error().message.c_str()), kExitInvalid;
-  auto plan = workflows::load_workflow_file(args->positional()[0], *overrides);
+  auto plan = workflows::load_workflow_file(o.workflow, *overrides);
   if (!plan) {
     std::fputs(plan.error().format().c_str(), stderr);
     std::fprintf(stderr, "%zu error(s)\n", plan.error().num_errors());
@@ -32,12 +26,22 @@ int run_validate(const std::vector<std::string>& argv) {
   }
   std::printf("ok: %s: %zu agents, %zu shared prefixes\n", plan->name.c_str(), plan->num_agents(),
               plan->prefixes.size());
-  for (const auto& w : plan->warnings) std::printf("%s\n", w.format(args->positional()[0]).c_str());
+  for (const auto& w : plan->warnings) std::printf("%s\n", w.format(o.workflow).c_str());
   return kExitOk;
+}
+
+Runner setup(CLI::App& app) {
+  auto o = std::make_shared<ValidateOptions>();
+  app.add_option("workflow", o->workflow, "the workflow file (JSON)")->type_name("WF.json")->required();
+  declare_input_option(app, o->inputs);
+  app.footer(
+      "Checks a workflow (types, references, templates, cycles, prefix files) and prints its shape and\n"
+      "layout warnings. Exit codes: 0 valid, 2 invalid.");
+  return [o] { return run_validate(*o); };
 }
 
 }  // namespace
 
-ARBOR_CLI_COMMAND("validate", "check a workflow file and print its shape and layout warnings", run_validate);
+ARBOR_CLI_COMMAND("validate", "check a workflow file and print its shape and layout warnings", setup);
 
 }  // namespace arbor::cli

@@ -1,31 +1,89 @@
 #include "runtime/cli/runtime_options.hpp"
 
+#include <cctype>
+
 #include "runtime/cli/default_model.hpp"
+#include "runtime/cli/options.hpp"
 
 namespace arbor::cli {
 
-const std::vector<std::string>& runtime_option_names() {
-  static const std::vector<std::string> names = {"model", "threads", "kv-mem", "page-size", "eviction", "no-cache", "precision"};
-  return names;
+void RuntimeOptions::declare(CLI::App& app, unsigned flags) {
+  auto add = [&](RuntimeFlag flag, CLI::Option* option) { options_[flag] = option; };
+  if (flags & kModelFlag)
+    add(kModelFlag, app.add_option("--model", values_.model_path,
+                                   "GGUF model file (default: models/SmolLM2-135M-Instruct.Q4_1.gguf of the checkout)")
+                        ->type_name("PATH"));
+  if (flags & kThreadsFlag)
+    add(kThreadsFlag, app.add_option("--threads", values_.num_threads, "engine threads (0 = all cores)")
+                          ->type_name("N")
+                          ->check(integer_in(0, 4096))
+                          ->capture_default_str());
+  if (flags & kKvMemFlag)
+    add(kKvMemFlag, app.add_option("--kv-mem", values_.kv_memory_mb,
+                                   "KV page pool size in MB (raise it when a request does not fit)")
+                        ->type_name("MB")
+                        ->check(integer_in(1, 1 << 20))
+                        ->capture_default_str());
+  if (flags & kPageSizeFlag)
+    add(kPageSizeFlag, app.add_option("--page-size", values_.page_size, "tokens per KV page")
+                           ->type_name("N")
+                           ->check(integer_in(1, 1024))
+                           ->capture_default_str());
+  if (flags & kEvictionFlag)
+    add(kEvictionFlag, app.add_option("--eviction", values_.eviction,
+                                      "eviction policy: least recently used, least frequently used, or workflow "
+                                      "(keeps the prefixes pending agents will read)")
+                           ->type_name("POLICY")
+                           ->check(one_of({"lru", "lfu", "workflow"}))
+                           ->capture_default_str());
+  if (flags & kNoCacheFlag)
+    add(kNoCacheFlag, app.add_flag("--no-cache", no_cache_,
+                                   "no prefix reuse: compute every prompt in full (the baseline)"));
+  if (flags & kPrecisionFlag)
+    add(kPrecisionFlag, app.add_option("--precision", values_.precision,
+                                       "activations of the int8 matmuls: accurate (two 8-bit terms) or fast (one "
+                                       "term, llama.cpp's scheme, ~2x faster prefill, ~0.2 logits of drift)")
+                            ->type_name("MODE")
+                            ->check(one_of({"accurate", "fast"}))
+                            ->capture_default_str());
 }
 
-bool runtime_config_from(const Args& args, RuntimeConfig& config, std::string* error) {
-  config.model_path = args.get("model", config.model_path.empty() ? default_model_path() : config.model_path);
-  config.num_threads = int(args.get_int("threads", config.num_threads, error));
-  config.kv_memory_mb = std::size_t(args.get_int("kv-mem", long(config.kv_memory_mb), error));
-  config.page_size = int(args.get_int("page-size", config.page_size, error));
-  config.eviction = args.get("eviction", config.eviction);
-  if (args.has("no-cache")) config.prefix_caching = false;
-  config.precision = args.get("precision", config.precision);
-  if (!error->empty()) return false;
-  if (config.num_threads < 0) *error = "--threads must be >= 0 (0 = all cores)";
-  else if (config.kv_memory_mb < 1) *error = "--kv-mem must be at least 1 (MB)";
-  else if (config.page_size < 1 || config.page_size > 1024) *error = "--page-size must be in 1..1024";
-  else if (config.eviction != "lru" && config.eviction != "lfu" && config.eviction != "workflow")
-    *error = "--eviction must be lru, lfu or workflow, got '" + config.eviction + "'";
-  else if (config.precision != "accurate" && config.precision != "fast")
-    *error = "--precision must be accurate or fast, got '" + config.precision + "'";
-  return error->empty();
+bool RuntimeOptions::given(RuntimeFlag flag) const {
+  auto it = options_.find(flag);
+  return it != options_.end() && it->second->count() > 0;
+}
+
+void RuntimeOptions::apply(RuntimeConfig& config) const {
+  if (given(kModelFlag)) config.model_path = values_.model_path;
+  if (config.model_path.empty()) config.model_path = default_model_path();
+  if (given(kThreadsFlag)) config.num_threads = values_.num_threads;
+  if (given(kKvMemFlag)) config.kv_memory_mb = values_.kv_memory_mb;
+  if (given(kPageSizeFlag)) config.page_size = values_.page_size;
+  if (given(kEvictionFlag)) config.eviction = values_.eviction;
+  if (given(kNoCacheFlag) && no_cache_) config.prefix_caching = false;
+  if (given(kPrecisionFlag)) config.precision = values_.precision;
+}
+
+std::string cli_wording(std::string message, const std::map<std::string, std::string>& extra) {
+  std::map<std::string, std::string> names = {
+      {"kv_memory_mb", "--kv-mem"}, {"page_size", "--page-size"}, {"num_threads", "--threads"},
+      {"model_path", "--model"}};
+  names.insert(extra.begin(), extra.end());
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string out;
+  for (std::size_t i = 0; i < message.size();) {
+    std::size_t j = i;
+    while (j < message.size() && is_word(message[j])) ++j;
+    if (j == i) {
+      out += message[i++];
+      continue;
+    }
+    const std::string word = message.substr(i, j - i);
+    auto it = names.find(word);
+    out += it == names.end() ? word : it->second;
+    i = j;
+  }
+  return out;
 }
 
 }  // namespace arbor::cli

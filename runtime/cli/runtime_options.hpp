@@ -1,21 +1,49 @@
-// Options every runtime-backed command shares: --model, --threads, --kv-mem,
-// --page-size, --eviction, --no-cache.
+// The runtime flags shared by run, generate, serve and the benchmarks (--model,
+// --threads, --kv-mem, --page-size, --eviction, --no-cache, --precision): declared
+// here once, with RuntimeConfig's defaults in the generated help.
 #pragma once
 
+#include <map>
 #include <string>
-#include <vector>
 
+#include <CLI/CLI.hpp>
 #include <arbor/runtime.hpp>
-
-#include "runtime/cli/command.hpp"
 
 namespace arbor::cli {
 
-// The option names runtime_config_from() reads.
-const std::vector<std::string>& runtime_option_names();
-// Overrides the fields of `config` whose options are given (the rest keep their
-// values: defaults, or a config file's); an empty model path becomes the default
-// model. On a bad value returns false with *error set.
-bool runtime_config_from(const Args& args, RuntimeConfig& config, std::string* error);
+enum RuntimeFlag : unsigned {
+  kModelFlag = 1u << 0,
+  kThreadsFlag = 1u << 1,
+  kKvMemFlag = 1u << 2,
+  kPageSizeFlag = 1u << 3,
+  kEvictionFlag = 1u << 4,
+  kNoCacheFlag = 1u << 5,
+  kPrecisionFlag = 1u << 6,
+  kAllRuntimeFlags = (1u << 7) - 1,
+};
+
+class RuntimeOptions {
+ public:
+  // Declares the flags of `flags` (a RuntimeFlag mask) on `app`. The object must
+  // outlive the parse (CLI11 writes into it).
+  void declare(CLI::App& app, unsigned flags = kAllRuntimeFlags);
+  // Overrides the fields of `config` whose flags were given (the rest keep their
+  // values: defaults, or a config file's); an empty model path becomes the default
+  // model.
+  void apply(RuntimeConfig& config) const;
+  bool given(RuntimeFlag flag) const;
+  // The values as given, or RuntimeConfig's defaults.
+  const RuntimeConfig& values() const { return values_; }
+
+ private:
+  RuntimeConfig values_;
+  bool no_cache_ = false;
+  std::map<RuntimeFlag, CLI::Option*> options_;
+};
+
+// A runtime message worded for the command line: configuration names that have a
+// flag ("kv_memory_mb") become the flag ("--kv-mem"), and so do the names in `extra`
+// (e.g. {"max_tokens", "--max-tokens"} for generate). Whole words only.
+std::string cli_wording(std::string message, const std::map<std::string, std::string>& extra = {});
 
 }  // namespace arbor::cli

@@ -2,14 +2,25 @@
 // default model. Needs the `arbor` target of the same build tree.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include <arbor/runtime.hpp>
 #include <nlohmann/json.hpp>
+
+#include "workflows/plan.hpp"
 
 namespace {
 
@@ -31,6 +42,16 @@ Output run(const std::string& args) {
   return o;
 }
 
+Output run_keeping_stderr(const std::string& args) {
+  Output o;
+  FILE* p = popen((kArbor + " " + args).c_str(), "r");
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) o.out.append(buf, n);
+  const int rc = pclose(p);
+  o.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return o;
+}
+
 std::string stderr_of(const std::string& args) {
   std::string out;
   FILE* p = popen((kArbor + " " + args + " 2>&1 >/dev/null").c_str(), "r");
@@ -38,6 +59,21 @@ std::string stderr_of(const std::string& args) {
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   pclose(p);
   return out;
+}
+
+// Exit status, stdout and stderr of one command line.
+struct Streams {
+  int status = -1;
+  std::string out, err;
+};
+
+Streams run_streams(const std::string& args) {
+  const std::string err_file = std::string(ARBOR_BINARY_DIR) + "/cli_test_stderr.txt";
+  Output o = run_keeping_stderr(args + " 2>" + err_file);
+  Streams s{o.status, o.out, ""};
+  std::ifstream in(err_file, std::ios::binary);
+  s.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return s;
 }
 
 #define REQUIRE_ARBOR() \
@@ -112,6 +148,254 @@ TEST(Cli, PerplexityReportsLikeLlamaCpp) {
   const double ppl = std::stod(o.out.substr(at + 22));
   EXPECT_GT(ppl, 1.0);
   EXPECT_LT(ppl, 30.0);
+}
+
+// Every subcommand, with the arguments it requires (cheap ones: with an unknown flag
+// nothing runs; the benchmarks are bounded in case one did).
+const std::vector<std::string> kCommands = {
+    "run WF.json",
+    "generate --prompt hi --max-tokens 1",
+    "serve --port 0",
+    "validate WF.json",
+    "tokenize --text hi",
+    "perplexity FILE.txt",
+    "bench engine --reps 1",
+    "bench workflow --agents 1 --max-tokens 1",
+    "bench serve --clients 1 --requests-per-client 1 --max-tokens 1"};
+
+std::string command_name(const std::string& command_line) {
+  // "bench serve --clients 1" -> "bench serve"; "run WF.json" -> "run"
+  std::string name;
+  std::size_t at = 0;
+  for (int words = 0; words < 2; ++words) {
+    const std::size_t end = command_line.find(' ', at);
+    const std::string word = command_line.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (word.empty() || word[0] == '-' || word.find('.') != std::string::npos) break;
+    name += (name.empty() ? "" : " ") + word;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return name;
+}
+
+TEST(Cli, AnUnknownFlagIsNamedWithExitTwoOnEverySubcommand) {
+  REQUIRE_ARBOR();
+  for (const std::string& command : kCommands) {
+    for (const char* flag : {"--frobnicate", "-x", "--frobnicate=1"}) {
+      const Streams s = run_streams(command + " " + flag);
+      EXPECT_EQ(s.status, 2) << command << " " << flag << "\n" << s.err;
+      EXPECT_NE(s.err.find(std::string(flag).substr(0, std::string(flag).find('='))), std::string::npos)
+          << command << " " << flag << "\n" << s.err;
+      EXPECT_EQ(s.out, "") << command << " " << flag;
+    }
+  }
+}
+
+TEST(Cli, HelpOnEverySubcommandGoesToStdoutWithEachOptionAndItsDefault) {
+  REQUIRE_ARBOR();
+  const arbor::RuntimeConfig runtime_defaults;
+  for (const std::string& command : kCommands) {
+    const std::string name = command_name(command);
+    for (const char* flag : {"-h", "--help"}) {
+      const Streams s = run_streams(name + " " + flag);
+      EXPECT_EQ(s.status, 0) << name << " " << flag << "\n" << s.err;
+      EXPECT_EQ(s.err, "") << name << " " << flag;
+      EXPECT_NE(s.out.find("Usage: arbor " + name + " [OPTIONS]"), std::string::npos) << name << "\n" << s.out;
+      // Each flag the command line above gives is listed.
+      for (std::size_t at = command.find("--"); at != std::string::npos; at = command.find("--", at + 2)) {
+        const std::string option = command.substr(at, command.find(' ', at) - at);
+        EXPECT_NE(s.out.find("  " + option + " "), std::string::npos) << name << ": " << option << "\n" << s.out;
+      }
+    }
+  }
+  // The runtime flags with RuntimeConfig's defaults, and the generation defaults.
+  const Streams generate = run_streams("generate --help");
+  const arbor::SamplingOptions sampling;
+  for (const std::string& line : std::vector<std::string>{"--max-tokens N ", "default " + std::to_string(sampling.max_tokens) + "]", "--temperature T ",
+        "--kv-mem MB ", "default " + std::to_string(runtime_defaults.kv_memory_mb) + "]", "--threads N ",
+        "--page-size N ", "--eviction POLICY ", "default " + runtime_defaults.eviction + "]", "--no-cache",
+        "--precision MODE "})
+    EXPECT_NE(generate.out.find(line), std::string::npos) << line << "\n" << generate.out;
+  EXPECT_EQ(sampling.temperature, 0.0);  // shown as "default 0"
+  EXPECT_NE(generate.out.find("greedy [in 0..100, default 0]"), std::string::npos) << generate.out;
+  const Streams run_help = run_streams("help run");
+  const arbor::workflows::GenerationSettings generation;
+  EXPECT_EQ(run_help.status, 0);
+  EXPECT_NE(run_help.out.find("max_tokens " + std::to_string(generation.max_tokens) + ", temperature 0 (greedy)"),
+            std::string::npos)
+      << run_help.out;
+  EXPECT_NE(run_help.out.find("--input KEY=VALUE ..."), std::string::npos) << run_help.out;
+  EXPECT_NE(run_help.out.find("Exit codes: 0"), std::string::npos) << run_help.out;
+  // The top level, three ways.
+  for (const char* top : {"--help", "-h", "help"}) {
+    const Streams s = run_streams(top);
+    EXPECT_EQ(s.status, 0) << top;
+    for (const char* command : {"bench", "generate", "perplexity", "run", "serve", "tokenize", "validate"})
+      EXPECT_NE(s.out.find(std::string("  ") + command + " "), std::string::npos) << top << ": " << command;
+  }
+  const Streams none = run_streams("");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("Usage: arbor"), std::string::npos);
+  const Streams unknown = run_streams("frobnicate");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("unknown command 'frobnicate'"), std::string::npos) << unknown.err;
+  const Streams unknown_bench = run_streams("bench frobnicate");
+  EXPECT_EQ(unknown_bench.status, 2);
+  EXPECT_NE(unknown_bench.err.find("unknown command 'frobnicate' (commands: engine, workflow, serve"),
+            std::string::npos)
+      << unknown_bench.err;
+}
+
+TEST(Cli, ABadValueNamesTheFlag) {
+  REQUIRE_ARBOR();
+  const std::pair<std::string, std::string> cases[] = {
+      {"generate --prompt hi --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
+      {"run WF.json --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
+      {"serve --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
+      {"bench engine --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
+      {"generate --prompt hi --temperature 1e999", "--temperature: expects a number in 0..100, got '1e999'"},
+      {"generate --prompt hi --max-tokens many", "--max-tokens: expects an integer"},
+      {"run WF.json --eviction random", "--eviction: expects one of lru|lfu|workflow, got 'random'"},
+      {"serve --port 70000", "--port: expects an integer in 0..65535, got '70000'"},
+      {"bench serve --clients 0", "--clients: expects a comma list of integers in 1..64, got '0'"},
+      {"perplexity FILE.txt --ctx", "--ctx"}};
+  for (const auto& [args, message] : cases) {
+    const Streams s = run_streams(args);
+    EXPECT_EQ(s.status, 2) << args;
+    EXPECT_NE(s.err.find(message), std::string::npos) << args << "\n" << s.err;
+  }
+}
+
+TEST(Cli, KvPoolHintsUseTheFlagsName) {
+  REQUIRE_ARBOR();
+  const Streams s = run_streams("generate --prompt hi --kv-mem 1 --max-tokens 4");
+  EXPECT_EQ(s.status, 2);
+  EXPECT_NE(s.err.find("raise --kv-mem or lower --max-tokens"), std::string::npos) << s.err;
+  EXPECT_EQ(s.err.find("kv_memory_mb"), std::string::npos) << s.err;
+}
+
+// Two tiny workflows: one declares `topic` (no default, so it runs only if the input
+// reaches it), the other declares nothing.
+std::pair<std::string, std::string> two_workflows() {
+  const std::string dir = std::string(ARBOR_BINARY_DIR) + "/cli_inputs";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/topic.json") << R"({"name": "cli_topic", "inputs": {"topic": {"type": "string"}},
+    "defaults": {"generation": {"max_tokens": 2, "temperature": 0}},
+    "agents": [{"id": "a", "task": "Name one fact about {{inputs.topic}}."}]})";
+  std::ofstream(dir + "/plain.json") << R"({"name": "cli_plain",
+    "defaults": {"generation": {"max_tokens": 2, "temperature": 0}},
+    "agents": [{"id": "b", "task": "Say hello."}]})";
+  return {dir + "/topic.json", dir + "/plain.json"};
+}
+
+TEST(Cli, SeveralWorkflowsEachTakeTheInputsTheyDeclare) {
+  REQUIRE_ARBOR();
+  const auto [topic, plain] = two_workflows();
+  const Streams s = run_streams("run " + topic + " " + plain + " --input topic=rust --json");
+  ASSERT_EQ(s.status, 0) << s.err;
+  const auto j = nlohmann::json::parse(s.out);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["workflow"], "cli_topic");
+  EXPECT_EQ(j["runs"][0]["status"], "ok");
+  EXPECT_EQ(j["runs"][1]["status"], "ok");
+
+  const Streams none = run_streams("run " + topic + " " + plain + " --input topik=rust");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("--input topik=rust: none of the 2 workflows declares an input 'topik' "
+                          "(topic.json declares topic; plain.json declares none)"),
+            std::string::npos)
+      << none.err;
+  EXPECT_EQ(run_streams("run " + topic + " " + plain).status, 2);  // topic has no default
+}
+
+// Runs `arbor ARGS` with stderr on a pseudo-terminal; returns what it wrote there.
+std::string stderr_on_a_terminal(const std::vector<std::string>& args) {
+  int master = -1, slave = -1;
+  if (openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) return "openpty failed";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, slave, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addclose(&actions, master);
+  std::vector<std::string> argv_text = {kArbor};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, kArbor.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(slave);
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (spawned == 0 && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{master, POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(master, buf, sizeof buf);
+    if (n <= 0) break;  // EIO once the child closed the terminal
+    out.append(buf, std::size_t(n));
+  }
+  close(master);
+  if (spawned == 0) waitpid(pid, nullptr, 0);
+  return out;
+}
+
+TEST(Cli, RunShowsTotalDoneAndFailedAgentsOnATerminal) {
+  REQUIRE_ARBOR();
+  const auto [topic, plain] = two_workflows();
+  const std::string err = stderr_on_a_terminal({"run", topic, plain, "--input", "topic=rust"});
+  // The last drawing, when both runs ended (format: CliProgress tests).
+  const std::string last = "[arbor] agents 2: 0 running, 2 done, 0 failed, 0 waiting | ";
+  EXPECT_NE(err.find(last), std::string::npos) << err;
+}
+
+// Starts `arbor serve ARGS`, returns its first stdout line (the "listening" banner), then
+// stops it with SIGTERM.
+std::string serve_banner(const std::vector<std::string>& args) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return "pipe failed";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  std::vector<std::string> argv_text = {kArbor, "serve"};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, kArbor.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipe_fds[1]);
+  std::string out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (spawned == 0 && out.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) continue;
+    char buf[512];
+    const ssize_t n = read(pipe_fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, std::size_t(n));
+  }
+  close(pipe_fds[0]);
+  if (spawned == 0) {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+  }
+  return out.substr(0, out.find('\n'));
+}
+
+TEST(Cli, ServeFlagsOverrideTheConfigFileOnlyWhenGiven) {
+  REQUIRE_ARBOR();
+  const std::string config = std::string(ARBOR_BINARY_DIR) + "/cli_serve_config.json";
+  std::ofstream(config) << R"({"port": 0, "runtime": {"kv_memory_mb": 64}})";
+  const std::string from_file = serve_banner({"--config", config});
+  EXPECT_NE(from_file.find(", 64 MB KV pool"), std::string::npos) << from_file;
+  EXPECT_EQ(from_file.find(":8080 "), std::string::npos) << from_file;  // the file's port 0: any free port
+  const std::string overridden = serve_banner({"--config", config, "--kv-mem", "32"});
+  EXPECT_NE(overridden.find(", 32 MB KV pool"), std::string::npos) << overridden;
 }
 
 }  // namespace
