@@ -158,35 +158,7 @@ void Api::handle(const HttpRequest& req, const ExchangePtr& ex) {
   return run_request(req, ex, p, run_id, events);
 }
 
-std::optional<ApiError> Api::admit(const std::string& tenant) {
-  if (draining_) return unavailable("the server is shutting down; retry on another instance");
-  std::lock_guard lock(admission_mutex_);
-  if (inflight_ >= config_.max_inflight)
-    return unavailable("the server is at capacity (" + std::to_string(config_.max_inflight) +
-                       " requests in flight); retry shortly");
-  auto limit = config_.tenant_limits.find(tenant);
-  int& mine = tenant_inflight_[tenant];
-  if (limit != config_.tenant_limits.end() && limit->second.max_concurrent > 0 &&
-      mine >= limit->second.max_concurrent)
-    return too_many_requests("tenant '" + tenant + "' has " + std::to_string(mine) +
-                             " requests in flight, its limit; retry when one finishes");
-  ++inflight_;
-  ++mine;
-  metrics_.add_inflight(tenant, 1);
-  return std::nullopt;
-}
-
-void Api::release(const std::string& tenant) {
-  std::lock_guard lock(admission_mutex_);
-  --inflight_;
-  --tenant_inflight_[tenant];
-  metrics_.add_inflight(tenant, -1);
-}
-
-int Api::inflight() const {
-  std::lock_guard lock(admission_mutex_);
-  return inflight_;
-}
+int Api::inflight() const { return admission_.inflight(); }
 
 void Api::cancel_all() {
   std::vector<std::shared_ptr<Generation>> live;

@@ -16,6 +16,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "runtime/server/admission.hpp"
 #include "runtime/server/api_error.hpp"
 #include "runtime/server/backend.hpp"
 #include "runtime/server/exchange.hpp"
@@ -66,10 +67,6 @@ class Api {
                   const std::string& body);
   void reply_error(const ExchangePtr& ex, const std::string& tenant, const std::string& route, const ApiError& e);
 
-  // Admission: a slot for one generation or run, or why not (429 tenant cap, 503 global).
-  std::optional<ApiError> admit(const std::string& tenant);
-  void release(const std::string& tenant);
-
   void health(const ExchangePtr& ex);
   void models(const ExchangePtr& ex, const Principal& p);
   void completions(const HttpRequest& req, const ExchangePtr& ex, const Principal& p, bool chat);
@@ -88,13 +85,11 @@ class Api {
   const ServerConfig config_;
   Backend& backend_;
   Metrics metrics_;
+  // After config_ and metrics_, which it uses; before runs_, whose entries hold slots.
+  Admission admission_{config_, metrics_};
   RunRegistry runs_;
   std::atomic<bool> draining_{false};
   std::atomic<std::uint64_t> next_id_{1};
-
-  mutable std::mutex admission_mutex_;
-  int inflight_ = 0;
-  std::map<std::string, int> tenant_inflight_;
 
   std::function<void(std::function<void()>)> defer_;
   std::mutex live_mutex_;

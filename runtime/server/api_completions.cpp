@@ -44,7 +44,11 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
   if (!parsed) return reply_error(ex, p.tenant, route, parsed.error());
   CompletionRequest request = std::move(*parsed);
   request.generate.tenant = p.tenant;  // from the key, never from the body
-  if (auto refused = admit(p.tenant)) return reply_error(ex, p.tenant, route, *refused);
+  auto admitted = admission_.admit(p.tenant, draining_);
+  if (!admitted) return reply_error(ex, p.tenant, route, admitted.error());
+  // Shared by on_done (which releases it first thing) and this handler; if the backend
+  // drops on_done without calling it, or anything throws, the last owner releases it.
+  auto slot = std::make_shared<AdmissionSlot>(std::move(*admitted));
 
   const std::string id = next_id(chat ? "chatcmpl-" : "cmpl-");
   const long created = static_cast<long>(std::time(nullptr));
@@ -64,13 +68,13 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
       if (!text.empty()) stream->emit(*ex, sse_data(completion_chunk(chat, id, created, model, text, false, "")), false);
     };
   }
-  auto on_done = [this, ex, stream, chat, id, created, model, tenant, live_id, route,
+  auto on_done = [this, ex, stream, chat, id, created, model, tenant, live_id, route, slot,
                   include_usage = request.include_usage](const Result<GenerateResult>& outcome) {
     {
       std::lock_guard lock(live_mutex_);
       live_.erase(live_id);
     }
-    release(tenant);
+    slot->release();
     if (!outcome) {
       const ApiError e = from_error(outcome.error());
       if (!stream) return reply_error(ex, tenant, route, e);
@@ -108,13 +112,20 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
     std::lock_guard lock(live_mutex_);
     live_[live_id] = nullptr;  // placeholder: on_done (maybe before start returns) erases it
   }
-  auto generation = backend_.start_generate(request.generate, std::move(on_token), std::move(on_done));
+  auto forget_live = [this, live_id] {
+    std::lock_guard lock(live_mutex_);
+    live_.erase(live_id);
+  };
+  Result<std::shared_ptr<Generation>> generation = fail(ErrorCode::internal, "not started");
+  try {
+    generation = backend_.start_generate(request.generate, std::move(on_token), std::move(on_done));
+  } catch (...) {
+    forget_live();  // the slot goes with on_done; the caller answers 500
+    throw;
+  }
   if (!generation) {
-    {
-      std::lock_guard lock(live_mutex_);
-      live_.erase(live_id);
-    }
-    release(tenant);
+    forget_live();
+    slot->release();
     return reply_error(ex, tenant, route, from_error(generation.error()));
   }
   {

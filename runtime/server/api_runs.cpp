@@ -54,9 +54,11 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
       return reply_error(ex, p.tenant, route, invalid_param("/inputs", "must be an object of input name -> value"));
     for (const auto& [k, v] : b["inputs"].items()) inputs[k] = v.is_string() ? v.get<std::string>() : v.dump();
   }
-  if (auto refused = admit(p.tenant)) return reply_error(ex, p.tenant, route, *refused);
+  auto slot = admission_.admit(p.tenant, draining_);
+  if (!slot) return reply_error(ex, p.tenant, route, slot.error());
 
   auto entry = std::make_shared<RunEntry>(p.tenant);
+  entry->hold_slot(std::move(*slot));  // released when the run settles, or with the entry
   auto on_event = [this, entry](const Event& event) {
     if (!entry->publish(event)) return;
     // Finished: settle off the runtime's thread (snapshot() must not run inside a callback).
@@ -65,7 +67,7 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
   };
   auto control = backend_.start_run(workflow, inputs, on_event, p.tenant, config_.workflow_dir);
   if (!control) {
-    release(p.tenant);
+    entry->take_slot().release();
     ApiError e = from_error(control.error());
     if (e.status == 400) e.code = "invalid_workflow";
     return reply_error(ex, p.tenant, route, e);
@@ -86,8 +88,8 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
 void Api::finish_run(const std::shared_ptr<RunEntry>& entry, const std::string& tenant) {
   auto control = entry->control();
   if (!control || !entry->settle()) return;
+  AdmissionSlot slot = entry->take_slot();  // released on return, after the run is recorded
   metrics_.record_run(tenant, control->wait());  // its run_finished event has been seen
-  release(tenant);
 }
 
 void Api::list_runs(const ExchangePtr& ex, const Principal& p) {

@@ -34,6 +34,16 @@ void RunEntry::set_control(std::shared_ptr<RunControl> control) {
   control_ = std::move(control);
 }
 
+void RunEntry::hold_slot(AdmissionSlot slot) {
+  std::lock_guard lock(mutex_);
+  slot_ = std::move(slot);
+}
+
+AdmissionSlot RunEntry::take_slot() {
+  std::lock_guard lock(mutex_);
+  return std::move(slot_);
+}
+
 std::shared_ptr<RunControl> RunEntry::control() const {
   std::lock_guard lock(mutex_);
   return control_;

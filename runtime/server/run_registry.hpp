@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/server/admission.hpp"
 #include "runtime/server/backend.hpp"
 #include "runtime/server/exchange.hpp"
 #include "runtime/server/openai_api.hpp"
@@ -31,8 +32,12 @@ class RunEntry {
   // Sends the log so far, then live events; ends the stream after run_finished.
   void follow(const std::shared_ptr<Exchange>& exchange);
   bool finished() const;
-  // True exactly once: the caller releases the run's admission slot and records it.
+  // True exactly once: the caller records the run and releases its admission slot.
   bool settle() { return !settled_.exchange(true); }
+  // The run's admission slot: held by the entry from before the run starts until the
+  // run settles (take_slot), or until the entry is dropped.
+  void hold_slot(AdmissionSlot slot);
+  AdmissionSlot take_slot();
 
   static constexpr std::size_t kMaxLoggedEvents = 20000;  // later token events are dropped
 
@@ -47,6 +52,7 @@ class RunEntry {
   std::map<std::string, Utf8Joiner> joiners_;  // per agent: token text split mid-character
   bool finished_ = false;
   std::atomic<bool> settled_{false};
+  AdmissionSlot slot_;
 };
 
 class RunRegistry {

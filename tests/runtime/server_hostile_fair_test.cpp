@@ -1,0 +1,141 @@
+// Hostile use of the server, fairness and admission slots (issue 8, defects 1 and 4):
+// requests that fail after admission never leak their slot, and one tenant's huge
+// workflow run neither fails nor locks out the other tenants. Every case ends by
+// checking that in-flight counts and the cache return to idle.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "runtime/server/server.hpp"
+#include "runtime_test_util.hpp"
+#include "server_test_util.hpp"
+
+namespace arbor::server::test {
+namespace {
+
+constexpr const char* kAlpha = "hostile-key-alpha-1";
+constexpr const char* kBeta = "hostile-key-beta-22";
+constexpr const char* kAdmin = "hostile-key-admin-3";
+
+// Default limits (max_inflight 64), two tenants and an admin.
+ServerConfig two_tenants() {
+  auto c = parse_server_config(std::string(R"({"port":0,"admin_key":")") + kAdmin + R"(","keys":{")" + kAlpha +
+                               R"(":"alpha",")" + kBeta + R"(":"beta"}})");
+  EXPECT_TRUE(c.has_value()) << c.error().message;
+  return *c;
+}
+
+int health_inflight(int port) { return request(port, "GET", "/health").json()["inflight"].get<int>(); }
+
+// A backend with a bug: starting work throws (after the server admitted it).
+class ThrowingBackend final : public Backend {
+ public:
+  std::string model_name() const override { return inner.model_name(); }
+  std::size_t context_length() const override { return inner.context_length(); }
+  Result<std::shared_ptr<Generation>> start_generate(const GenerateRequest& request,
+                                                     std::function<void(const std::string&)> on_token,
+                                                     std::function<void(const Result<GenerateResult>&)> on_done) override {
+    if (request.messages.back().content == "THROW") throw std::out_of_range("backend bug");
+    return inner.start_generate(request, std::move(on_token), std::move(on_done));
+  }
+  Result<std::shared_ptr<RunControl>> start_run(const std::string& workflow, const std::map<std::string, std::string>& inputs,
+                                                EventCallback on_event, const std::string& tenant,
+                                                const std::string& base_dir) override {
+    if (workflow.find("THROW") != std::string::npos) throw std::out_of_range("backend bug");
+    return inner.start_run(workflow, inputs, std::move(on_event), tenant, base_dir);
+  }
+  std::string run_json(const RunResult& r) const override { return inner.run_json(r); }
+  CacheStats cache_stats() const override { return inner.cache_stats(); }
+  std::vector<CacheTreeNode> cache_tree(const std::string& t, std::size_t n) const override {
+    return inner.cache_tree(t, n);
+  }
+  FakeBackend inner;
+};
+
+// More failing requests than max_inflight (64): with a leaked slot per failure every
+// later request would get 503 (the lockout of defect 1).
+TEST(ServerHostileSlots, ExceptionsAfterAdmissionReleaseTheSlot) {
+  ThrowingBackend backend;
+  auto server = Server::start(two_tenants(), backend);
+  ASSERT_TRUE(server.has_value()) << server.error().message;
+  const int port = (*server)->port();
+  for (int i = 0; i < 70; ++i) {
+    auto chat = request(port, "POST", "/v1/chat/completions", chat_body("", "THROW", 4), kAlpha);
+    ASSERT_EQ(chat.status, 500) << i << ": " << chat.body;
+    auto run = request(port, "POST", "/v1/runs", R"({"workflow":{"name":"THROW","agents":[]}})", kBeta);
+    ASSERT_EQ(run.status, 500) << i << ": " << run.body;
+  }
+  EXPECT_EQ((*server)->api().inflight(), 0);
+  EXPECT_EQ(health_inflight(port), 0);
+  auto stats = request(port, "GET", "/v1/cache/stats", "", kAdmin).json();
+  EXPECT_EQ(stats["server"]["inflight"], 0);
+  EXPECT_EQ(stats["served"]["alpha"]["inflight"], 0);
+  EXPECT_EQ(stats["served"]["beta"]["inflight"], 0);
+  auto ok = request(port, "POST", "/v1/chat/completions", chat_body("", "hello there", 4), kAlpha);
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_TRUE(eventually([&] { return (*server)->api().inflight() == 0; }));
+}
+
+// The real runtime behind the server.
+class ServerHostileFair : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    RuntimeConfig rc = arbor::testing::small_config();
+    rc.kv_memory_mb = 128;
+    rc.page_size = 1;  // siblings with equal prompts then compute one token each (fast big fan-outs)
+    auto runtime = Runtime::create(rc);
+    ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
+    runtime_ = std::move(*runtime).release();
+    backend_ = make_runtime_backend(*runtime_, 16).release();
+  }
+  static void TearDownTestSuite() {
+    delete backend_;
+    delete runtime_;
+  }
+  void SetUp() override {
+    auto s = Server::start(two_tenants(), *backend_);
+    ASSERT_TRUE(s.has_value()) << s.error().message;
+    server_ = std::move(*s);
+    port_ = server_->port();
+  }
+  void TearDown() override { server_.reset(); }
+
+  // In-flight work, server and cache, back to idle.
+  void expect_idle() {
+    EXPECT_TRUE(eventually([&] { return server_->api().inflight() == 0; }));
+    EXPECT_EQ(health_inflight(port_), 0);
+    auto stats = request(port_, "GET", "/v1/cache/stats", "", kAdmin).json();
+    EXPECT_EQ(stats["server"]["inflight"], 0);
+    EXPECT_EQ(stats["global"]["pages_locked"], 0);
+    EXPECT_EQ(stats["global"]["live_sequences"], 0);
+    EXPECT_EQ(stats["global"]["queued_requests"], 0);
+    EXPECT_EQ(runtime_->check_invariants(), "");
+  }
+
+  static Runtime* runtime_;
+  static Backend* backend_;
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+};
+Runtime* ServerHostileFair::runtime_ = nullptr;
+Backend* ServerHostileFair::backend_ = nullptr;
+
+// A workflow whose text overflows a double fails inside the runtime's loader, after
+// admission: 70 of them (> max_inflight) must not lock the server.
+TEST_F(ServerHostileFair, WorkflowsFailingAfterAdmissionLeaveNoSlotBehind) {
+  const std::string body =
+      nlohmann::json{{"workflow", R"({"name":"x","defaults":{"timeout_ms":1e999},"agents":[{"id":"a","task":"hi"}]})"}}
+          .dump();
+  for (int i = 0; i < 70; ++i) {
+    auto r = request(port_, "POST", "/v1/runs", body, i % 2 ? kAlpha : kBeta);
+    ASSERT_NE(r.status, 503) << i << ": " << r.body;  // the lockout
+    ASSERT_NE(r.status, 429) << i << ": " << r.body;
+    ASSERT_NE(r.status, 202) << i << ": " << r.body;
+  }
+  auto chat = request(port_, "POST", "/v1/chat/completions", chat_body("", "Say hi.", 2), kBeta);
+  EXPECT_EQ(chat.status, 200) << chat.body;
+  expect_idle();
+}
+
+}  // namespace
+}  // namespace arbor::server::test
