@@ -5,17 +5,6 @@
 
 namespace arbor {
 
-const char* to_string(Event::Kind kind) {
-  switch (kind) {
-    case Event::Kind::run_started: return "run_started";
-    case Event::Kind::agent_started: return "agent_started";
-    case Event::Kind::token: return "token";
-    case Event::Kind::agent_finished: return "agent_finished";
-    case Event::Kind::run_finished: return "run_finished";
-  }
-  return "unknown";
-}
-
 CacheStats to_cache_stats(const actors::CacheSnapshot& s) {
   CacheStats c;
   c.prompt_tokens = s.prompt_tokens;

@@ -1,9 +1,21 @@
-// The JSON documents of runtime.hpp (`arbor run --json`, the server's responses).
+// The JSON documents and wire names of runtime.hpp (`arbor run --json`, the server's
+// responses, event names). No actor code here: the server's fuzz targets link this file.
 #include <nlohmann/json.hpp>
 
 #include "arbor/runtime.hpp"
 
 namespace arbor {
+
+const char* to_string(Event::Kind kind) {
+  switch (kind) {
+    case Event::Kind::run_started: return "run_started";
+    case Event::Kind::agent_started: return "agent_started";
+    case Event::Kind::token: return "token";
+    case Event::Kind::agent_finished: return "agent_finished";
+    case Event::Kind::run_finished: return "run_finished";
+  }
+  return "unknown";
+}
 
 std::string to_json(const RunResult& r) {
   nlohmann::json agents = nlohmann::json::array();

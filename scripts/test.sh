@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, fetch the default model, build with
-# -j2, run the lower layers' tests under AddressSanitizer + UBSan, then every test with
-# ctest. Exits non-zero if anything fails. ARBOR_SKIP_SANITIZE=1 skips the sanitizer stage.
+# -j2, run the lower layers' tests under AddressSanitizer + UBSan, the fuzz targets for a
+# bounded time (scripts/fuzz.sh), then every test with ctest. Exits non-zero if anything
+# fails. ARBOR_SKIP_SANITIZE=1 skips the sanitizer stage, ARBOR_SKIP_FUZZ=1 the fuzz stage
+# (ARBOR_FUZZ_SECONDS per target, default 40).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${ARBOR_BUILD_DIR:-$root/build}"
@@ -21,6 +23,11 @@ if [ "${ARBOR_SKIP_SANITIZE:-0}" != 1 ]; then
     echo "[arbor] sanitizer: $s"
     "$asan/tests/$s" --gtest_brief=1
   done
+fi
+
+if [ "${ARBOR_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "[arbor] fuzz stage: libFuzzer targets (fuzz/), ${ARBOR_FUZZ_SECONDS:-40}s each"
+  "$root/scripts/fuzz.sh"
 fi
 
 cd "$build"

@@ -1,0 +1,95 @@
+// Fuzzes the OpenAI request path of the server without sockets: the body parser
+// (parse_json), request validation for /v1/chat/completions and /v1/completions, the
+// response and stream documents built from what was accepted, and the UTF-8 joiner
+// that splits token pieces into valid stream deltas.
+//
+// Invariants: nothing throws; an error is a 4xx with a message; an accepted request's
+// values are in their documented ranges; documents serialize (invalid UTF-8 replaced);
+// the joiner loses no byte and emits only whole characters of valid input.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fuzz/fuzz_check.hpp"
+#include "runtime/server/openai_api.hpp"
+
+namespace {
+
+using namespace arbor::server;
+constexpr int kCap = 1024;
+
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+void check_accepted(const CompletionRequest& r, bool chat) {
+  const auto& s = r.generate.sampling;
+  ARBOR_FUZZ_CHECK(s.max_tokens >= 1 && s.max_tokens <= kCap, std::to_string(s.max_tokens));
+  ARBOR_FUZZ_CHECK(std::isfinite(s.temperature) && s.temperature >= 0 && s.temperature <= 2, "temperature");
+  ARBOR_FUZZ_CHECK(std::isfinite(s.top_p) && s.top_p > 0 && s.top_p <= 1, "top_p");
+  ARBOR_FUZZ_CHECK(s.top_k >= 0, "top_k");
+  for (const auto& stop : s.stop) ARBOR_FUZZ_CHECK(!stop.empty(), "empty stop string");
+  ARBOR_FUZZ_CHECK(chat ? !r.generate.messages.empty() && !r.generate.raw_prompt
+                        : r.generate.raw_prompt.has_value(), "prompt shape");
+}
+
+// The accepted text (any bytes) goes back out as an answer and as stream deltas.
+void check_documents(const std::string& text, bool chat) {
+  arbor::GenerateResult result;
+  result.text = text;
+  result.finish_reason = "length";
+  const std::string whole = dump(completion_response(chat, "id", 0, "m", result));
+  ARBOR_FUZZ_CHECK(valid_utf8(whole), whole);
+  const std::string frame = sse_data(completion_chunk(chat, "id", 0, "m", text, true, "stop"));
+  ARBOR_FUZZ_CHECK(frame.find('\n') == frame.size() - 2, frame);  // one data line, then the blank line
+
+  // Token pieces: the text cut every 1..4 bytes (cut widths from the text itself).
+  Utf8Joiner joiner;
+  std::string joined;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t width = 1 + static_cast<unsigned char>(text[pos]) % 4;
+    const std::string out = joiner.push(std::string_view(text).substr(pos, width));
+    if (valid_utf8(text)) ARBOR_FUZZ_CHECK(valid_utf8(out), out);
+    joined += out;
+    pos += width;
+  }
+  joined += joiner.flush();
+  ARBOR_FUZZ_CHECK(joined == text, "the joiner changed the text");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  auto json = parse_json(body);
+  if (!json) {
+    ARBOR_FUZZ_CHECK(json.error().status == 400 && !json.error().message.empty(), json.error().message);
+    ARBOR_FUZZ_CHECK(valid_utf8(error_body(json.error())), json.error().message);
+    return 0;
+  }
+  for (bool chat : {true, false}) {
+    auto request = parse_completion_request(*json, chat, kCap);
+    if (!request) {
+      const ApiError& e = request.error();
+      ARBOR_FUZZ_CHECK(e.status >= 400 && e.status < 500 && !e.message.empty(), e.message);
+      continue;
+    }
+    check_accepted(*request, chat);
+    std::string text = request->generate.raw_prompt.value_or("");
+    for (const auto& m : request->generate.messages) text += m.content;
+    check_documents(text, chat);
+  }
+  return 0;
+}
