@@ -18,7 +18,9 @@ namespace {
 class TinyEngine : public ::testing::TestWithParam<int /*page size*/> {
  protected:
   void SetUp() override {
-    bytes_ = testing::write_tiny_llama(testing::TinyLlamaShape{}, 7);
+    testing::TinyLlamaShape shape;
+    shape.context = 1024;  // room for the long-prompt test
+    bytes_ = testing::write_tiny_llama(shape, 7);
     auto file = GgufFile::parse(bytes_);
     ASSERT_TRUE(file) << file.error().message;
     file_.emplace(std::move(*file));
@@ -29,7 +31,8 @@ class TinyEngine : public ::testing::TestWithParam<int /*page size*/> {
     ASSERT_TRUE(weights) << weights.error().message;
     weights_ = std::move(*weights);
     engine_.emplace(config_, weights_, 2);
-    pool_.emplace(engine_->kv_geometry(GetParam()), 256, allocator_);
+    // Room for 2,048 tokens at every page size (1-token pages need 2,048 pages).
+    pool_.emplace(engine_->kv_geometry(GetParam()), std::max(256, 2048 / GetParam()), allocator_);
     // Scramble the free list so page tables are not contiguous (KV rule 9).
     auto all = pool_->allocate(pool_->num_free());
     ASSERT_TRUE(all);
@@ -69,6 +72,38 @@ TEST_P(TinyEngine, ChunkedPrefillMatchesNaiveForward) {
     ASSERT_TRUE(logits) << logits.error().message;
     SCOPED_TRACE("chunk " + std::to_string(chunk));
     expect_close(*logits, expected, 2e-2f);  // K/V are stored as f16
+    release(seq, *pool_);
+  }
+  EXPECT_EQ(pool_->num_used(), 0);
+}
+
+// Positions far past the short tests' (< 64 tokens) and page tables of tens to hundreds
+// of pages: a RoPE or page-indexing bug that only starts at some position or page
+// count shows here. Every prompt position's logits, in one chunk and in chunks that
+// straddle page boundaries, then decode steps that continue it, against the naive pass.
+TEST_P(TinyEngine, LongPromptAcrossManyPagesMatchesNaiveForward) {
+  constexpr int kPrompt = 600, kDecode = 12;
+  const auto tokens = random_tokens(kPrompt + kDecode, 21);
+  const auto expected = testing::naive_forward(config_, weights_, tokens);
+  const std::size_t vocab = std::size_t(config_.vocab_size);
+  const std::vector<std::int32_t> prompt(tokens.begin(), tokens.begin() + kPrompt);
+  ASSERT_GE(pool_->geometry().pages_for(kPrompt), kPrompt / GetParam());
+  for (int chunk : {kPrompt, 37}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    KvSequence seq;
+    auto logits = prefill(*engine_, *pool_, seq, prompt, chunk, LogitsMode::all);
+    ASSERT_TRUE(logits) << logits.error().message;
+    expect_close(*logits, std::vector<float>(expected.begin(), expected.begin() + std::ptrdiff_t(kPrompt * vocab)),
+                 2e-2f);
+    for (int i = kPrompt; i < kPrompt + kDecode; ++i) {
+      KvSequence* one[] = {&seq};
+      auto step = decode_step(*engine_, *pool_, one, std::span(&tokens[std::size_t(i)], 1));
+      ASSERT_TRUE(step) << step.error().message;
+      SCOPED_TRACE("decode position " + std::to_string(i));
+      expect_close(*step, std::vector<float>(expected.begin() + std::ptrdiff_t(std::size_t(i) * vocab),
+                                             expected.begin() + std::ptrdiff_t(std::size_t(i + 1) * vocab)),
+                   2e-2f);
+    }
     release(seq, *pool_);
   }
   EXPECT_EQ(pool_->num_used(), 0);
@@ -150,7 +185,7 @@ TEST_P(TinyEngine, SameTokenAtOtherPositionsHasOtherKeysSameValues) {
   release(seq, *pool_);
 }
 
-INSTANTIATE_TEST_SUITE_P(PageSizes, TinyEngine, ::testing::Values(1, 4, 16));
+INSTANTIATE_TEST_SUITE_P(PageSizes, TinyEngine, ::testing::Values(1, 4, 16, 64));
 
 }  // namespace
 }  // namespace arbor::model
