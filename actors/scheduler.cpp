@@ -451,6 +451,21 @@ PinReply Scheduler::set_priority(const PriorityRequest& req) {
   return reply;
 }
 
+std::string Scheduler::check_invariants() const {
+  if (std::string e = cache_->check_invariants(); !e.empty()) return e;
+  for (const auto& l : live_) {
+    if (!l->p.done) continue;  // finished (closed), removed at the end of the step
+    const auto info = cache_->sequence_info(l->seq);
+    if (!info) return "live request " + std::to_string(l->p.request.request_id) + ": " + info.error().message;
+    const std::size_t in_tree = info->num_shared_pages * std::size_t(config_.page_size);
+    if (info->num_tokens > l->computed || in_tree > l->computed || l->committed > l->computed)
+      return "request " + std::to_string(l->p.request.request_id) + " has computed " + std::to_string(l->computed) +
+             " positions but the cache holds " + std::to_string(info->num_tokens) + " of its tokens (" +
+             std::to_string(in_tree) + " in tree pages)";
+  }
+  return "";
+}
+
 CacheSnapshot Scheduler::snapshot() const {
   const auto s = cache_->stats();
   CacheSnapshot x;
@@ -469,7 +484,7 @@ CacheSnapshot Scheduler::snapshot() const {
   x.num_pins = s.num_pins;
   x.pinned_pages = s.pinned_pages;
   x.num_steps = num_steps_;
-  x.invariant_violation = cache_->check_invariants();
+  x.invariant_violation = check_invariants();
   for (cache::TenantId t = 0;; ++t) {
     auto ts = cache_->tenant_stats(t);
     if (!ts) break;

@@ -92,6 +92,12 @@ class Scheduler {
   void unpin(std::uint64_t pin_id);
   PinReply set_priority(const PriorityRequest& request);
   CacheSnapshot snapshot() const;
+  // "" when consistent, else the first problem: the cache's own invariants, and for
+  // every live sequence that the tree holds none of its positions it has not computed
+  // yet (matched or committed tokens <= computed), so no other sequence can match K/V
+  // that was never written. snapshot() reports it; tests check it after every step.
+  // O(live sequences) plus the cache's check.
+  std::string check_invariants() const;
   TreeReply tree(const TreeRequest& request) const;
 
   const cache::PrefixCache& cache() const { return *cache_; }
