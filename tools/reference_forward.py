@@ -3,10 +3,10 @@
 
 Dequantizes every tensor with the `gguf` package (pip install gguf numpy) and runs the
 textbook forward pass in numpy (float64 activations, full softmax, adjacent-pair RoPE),
-sharing no code with Arbor. Prints a JSON record with the last position's top logits
-and the greedy continuation.
+sharing no code with Arbor. Prints a JSON record with the last position's top logits,
+the top logits at other prompt positions (--at), and the greedy continuation.
 
-    python3 tools/reference_forward.py MODEL.gguf 1,9690,198,... --greedy 6
+    python3 tools/reference_forward.py MODEL.gguf 1,9690,198,... --greedy 6 [--at 100,300]
 """
 import argparse
 import json
@@ -85,17 +85,26 @@ def main():
     ap.add_argument("tokens", help="comma-separated prompt token ids")
     ap.add_argument("--greedy", type=int, default=6)
     ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--at", default="", help="comma-separated prompt positions to report top logits at")
     args = ap.parse_args()
     model = load(args.model)
     prompt = [int(t) for t in args.tokens.split(",")]
-    last = forward(model, prompt)[-1]
+    logits = forward(model, prompt)
+    last = logits[-1]
     top = np.argsort(-last)[: args.top]
+    at = {}
+    for pos in [int(p) for p in args.at.split(",") if p]:
+        row = logits[pos]
+        at[str(pos)] = {str(int(i)): float(row[i]) for i in np.argsort(-row)[: args.top]}
     greedy, seq = [], list(prompt)
     for _ in range(args.greedy):
         t = int(forward(model, seq)[-1].argmax())
         greedy.append(t)
         seq.append(t)
-    print(json.dumps({"prompt": prompt, "top_logits": {str(int(i)): float(last[i]) for i in top}, "greedy": greedy}))
+    record = {"prompt": prompt, "top_logits": {str(int(i)): float(last[i]) for i in top}, "greedy": greedy}
+    if at:
+        record["top_logits_at"] = at
+    print(json.dumps(record))
 
 
 if __name__ == "__main__":

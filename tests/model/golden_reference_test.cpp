@@ -1,6 +1,8 @@
 // The engine against numbers other implementations produced for the default model
 // (tests/data/smollm2_golden.json): a float64 numpy forward pass (tools/
-// reference_forward.py) and llama.cpp itself.
+// reference_forward.py) and llama.cpp itself; and against the float64 pass on a
+// 458-token prompt (tests/data/smollm2_golden_long.json) across tens to hundreds of
+// pages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,6 +75,53 @@ TEST_F(Golden, FastPrecisionFollowsLlamaCpp) {
   std::vector<float> logits;
   const auto got = greedy(kernels::MatmulPrecision::fast, 8, &logits);
   EXPECT_EQ(got, std::vector<TokenId>(expected.begin(), expected.begin() + 8));
+}
+
+// A prompt of 458 tokens: the top logits at positions 70, 200, 330 and the last, and
+// the greedy continuation, at page sizes 1, 16 and 64 (458, 29 and 8 pages), prefilled
+// in chunks that end at those positions and straddle page boundaries.
+TEST_F(Golden, LongPromptMatchesFloat64ReferenceAtEveryPageSize) {
+  std::ifstream in(ARBOR_SOURCE_DIR "/tests/data/smollm2_golden_long.json");
+  ASSERT_TRUE(in) << "missing tests/data/smollm2_golden_long.json";
+  const auto golden = nlohmann::json::parse(in);
+  const auto prompt = golden["prompt"].get<std::vector<TokenId>>();
+  ASSERT_EQ(model_->tokenizer().encode(golden["prompt_text"].get<std::string>(), true), prompt);
+  const auto& ref = golden["float64_reference"];
+  auto top = ref["top_logits_at"];
+  top[std::to_string(prompt.size() - 1)] = ref["top_logits"];
+  const auto expected_greedy = ref["greedy"].get<std::vector<TokenId>>();
+
+  Engine engine(model_->config(), model_->weights(), 2, kernels::MatmulPrecision::accurate);
+  cache::HostPageAllocator allocator;
+  for (int page_size : {1, 16, 64}) {
+    SCOPED_TRACE("page size " + std::to_string(page_size));
+    cache::PagePool pool(engine.kv_geometry(page_size), 1024 / page_size, allocator);
+    KvSequence seq;
+    std::vector<float> logits;
+    std::vector<std::size_t> ends;
+    for (const auto& [at, values] : top.items()) ends.push_back(std::size_t(std::stoul(at)) + 1);
+    std::sort(ends.begin(), ends.end());
+    std::size_t done = 0;
+    for (std::size_t end : ends) {
+      auto r = prefill(engine, pool, seq, std::span(prompt).subspan(done, end - done), 48);
+      ASSERT_TRUE(r) << r.error().message;
+      logits = std::move(*r);
+      done = end;
+      for (const auto& [id, value] : top[std::to_string(end - 1)].items())
+        EXPECT_NEAR(logits[std::size_t(std::stoi(id))], value.get<double>(), 0.05)
+            << "position " << end - 1 << ", token " << id;
+    }
+    std::vector<TokenId> greedy;
+    for (std::size_t i = 0; i < expected_greedy.size(); ++i) {
+      greedy.push_back(TokenId(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+      KvSequence* one[] = {&seq};
+      auto r = decode_step(engine, pool, one, std::span(&greedy.back(), 1));
+      ASSERT_TRUE(r) << r.error().message;
+      logits = std::move(*r);
+    }
+    EXPECT_EQ(greedy, expected_greedy);
+    release(seq, pool);
+  }
 }
 
 }  // namespace
