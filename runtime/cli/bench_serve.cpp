@@ -12,9 +12,8 @@
 // first, so the cache-on figures are the steady state of a server whose system prompt
 // is already cached; the cache-off server gets the same warm-up.
 //
-// Connections: each client keeps its connection while the server keeps it alive; the
-// server ends every event stream with the connection (Connection: close), so today
-// each streamed request opens a new loopback connection (tens of microseconds).
+// Connections: each client keeps its connection while the server keeps it alive (HTTP/1.1
+// event streams are chunked and leave the connection open for the next request).
 //
 // Bounded: a fixed number of requests, each with a deadline; the server is stopped
 // (drained) before the next configuration starts.
@@ -103,8 +102,7 @@ struct Sample {
 };
 
 // One client: a blocking Beast connection to the loopback server, reused while the
-// server keeps it alive (its event streams end with the connection, so then it
-// reconnects).
+// server keeps it alive (it reconnects after a reply that closes the connection).
 class Client {
  public:
   explicit Client(int port) : port_(port) {}

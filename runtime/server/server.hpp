@@ -5,10 +5,14 @@
 //   ... (*server)->port() ...                       // the bound port (config.port 0 = any)
 //   (*server)->stop();                              // drain, cancel, close, join
 //
-// Connections: HTTP/1.1 keep-alive; a request's header and body are read with a
-// timeout and a size limit (413); server-sent event streams are written as they are
-// produced and end with the connection. A client that disconnects while its request is
-// in flight (a stream, or a whole reply not yet sent) has its generation cancelled.
+// Connections: HTTP/1.1 keep-alive and pipelining (requests answered in order; see
+// http_session.hpp); a request's header and body are read with a timeout and a size
+// limit (413); server-sent event streams are written as they are produced, chunked on
+// HTTP/1.1 (the connection stays open), closing the connection on HTTP/1.0. A client
+// that disconnects while its request is in flight (a stream, or a whole reply not yet
+// sent) has its generation cancelled; one that only half-closes still gets its replies.
+// A stream opens with its first token: a request that fails before (e.g. too long a
+// prompt) gets its own status, as without `stream`.
 //
 // Threads: config.io_threads run the I/O; each connection is serialised on a strand.
 // The backend must outlive the server.

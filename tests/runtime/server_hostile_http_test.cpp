@@ -1,0 +1,290 @@
+// The HTTP connection under clients that do more than one polite request at a time:
+// pipelined requests (and stray empty lines) on one connection, half-closes, hang-ups
+// and resets while a generation runs. Each test checks the answers on the wire and that
+// the server is idle afterwards: no request in flight, no locked page, no live sequence.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "runtime/server/server.hpp"
+#include "runtime_test_util.hpp"
+#include "server_test_util.hpp"
+
+namespace arbor::server::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string post(const std::string& target, const std::string& body, const std::string& headers = "") {
+  return "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+std::string get(const std::string& target, const std::string& headers = "") {
+  return "GET " + target + " HTTP/1.1\r\nHost: x\r\n" + headers + "\r\n";
+}
+std::string chat(const std::string& user, int max_tokens, bool stream, const std::string& headers = "") {
+  return post("/v1/chat/completions", chat_body("", user, max_tokens, stream), headers);
+}
+
+// One raw client connection: writes bytes as given, reads responses one by one (an
+// interim 1xx is a response of its own) from everything read so far.
+class Client {
+ public:
+  explicit Client(int port) : stream_(connect_loopback(ioc_, port)) {
+    stream_.expires_after(std::chrono::seconds(120));  // a hung server fails the test, never hangs it
+  }
+  void send(const std::string& bytes) { net::write(stream_, net::buffer(bytes)); }
+  // Reads until `text` is among the bytes received; false if the server closes first.
+  bool wait_for(const std::string& text) {
+    while (beast::buffers_to_string(buffer_.data()).find(text) == std::string::npos)
+      if (!read_some()) return false;
+    return true;
+  }
+  Reply next() {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    beast::error_code ec;
+    http::read(stream_, buffer_, parser, ec);
+    Reply r;
+    if (ec) {
+      r.status = -1;
+      r.body = ec.message() + " after: " + parser.get().body();
+      return r;
+    }
+    r.status = parser.get().result_int();
+    r.body = parser.get().body();
+    for (const auto& f : parser.get()) r.headers[std::string(f.name_string())] = std::string(f.value());
+    return r;
+  }
+  Reply next_final() {
+    Reply r = next();
+    while (r.status >= 100 && r.status < 200) r = next();
+    return r;
+  }
+  // Whether the server closed the connection with nothing more to read.
+  bool closed_by_server() { return buffer_.size() == 0 && !read_some() && buffer_.size() == 0; }
+  void half_close() { stream_.socket().shutdown(tcp::socket::shutdown_send); }
+  void reset() {
+    stream_.socket().set_option(net::socket_base::linger(true, 0));
+    stream_.close();
+  }
+
+ private:
+  bool read_some() {
+    beast::error_code ec;
+    buffer_.commit(stream_.read_some(buffer_.prepare(4096), ec));
+    return !ec;
+  }
+  net::io_context ioc_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+};
+
+std::string content(const Reply& r) { return r.json()["choices"][0]["message"]["content"].get<std::string>(); }
+
+class ServerHostileHttp : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto runtime = Runtime::create(arbor::testing::small_config());
+    ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
+    runtime_ = std::move(*runtime).release();
+    real_ = make_runtime_backend(*runtime_, 8).release();
+  }
+  static void TearDownTestSuite() {
+    delete real_;
+    delete runtime_;
+  }
+  void TearDown() override {
+    fake_.release_all();
+    server_.reset();
+  }
+  void start(Backend& backend, double drain_seconds = 5) {
+    auto config = parse_server_config(R"({"port":0,"limits":{"drain_seconds":)" + std::to_string(drain_seconds) + "}}");
+    ASSERT_TRUE(config.has_value()) << config.error().message;
+    auto s = Server::start(*config, backend);
+    ASSERT_TRUE(s.has_value()) << s.error().message;
+    server_ = std::move(*s);
+    port_ = server_->port();
+  }
+  int pages_locked() {
+    return request(port_, "GET", "/v1/cache/stats").json()["global"]["pages_locked"].get<int>();
+  }
+  // Nothing in flight, nothing locked: the fake reports a locked page per live generation.
+  void expect_idle_fake(int cancelled) {
+    EXPECT_TRUE(eventually([&] { return server_->api().inflight() == 0 && fake_.num_live == 0; }));
+    EXPECT_EQ(fake_.num_cancelled, cancelled);
+    EXPECT_EQ(pages_locked(), 0);
+  }
+  void expect_idle_real() {
+    EXPECT_TRUE(eventually([&] { return server_->api().inflight() == 0 && pages_locked() == 0; }));
+    EXPECT_EQ(runtime_->cache_stats().live_sequences, 0);
+    EXPECT_EQ(runtime_->check_invariants(), "");
+  }
+
+  static Runtime* runtime_;
+  static Backend* real_;
+  FakeBackend fake_;  // declared before server_: the server goes first
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+};
+Runtime* ServerHostileHttp::runtime_ = nullptr;
+Backend* ServerHostileHttp::real_ = nullptr;
+
+// ---- Pipelining -------------------------------------------------------------------
+
+TEST_F(ServerHostileHttp, PipelinedRequestsAreAnsweredInOrder) {
+  start(fake_);
+  Client c(port_);
+  // Sent in one write, with empty lines between requests (RFC 9112 2.2: ignored).
+  c.send(chat("a b c", 8, false) + "\r\n" + get("/health") + chat("d e f", 8, true) + "\r\n\r\n" +
+         chat("g h", 8, false, "Connection: close\r\n"));
+  const Reply whole = c.next();
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(content(whole), "A B C");
+  const Reply health = c.next();
+  ASSERT_EQ(health.status, 200) << health.body;
+  EXPECT_EQ(health.json()["status"], "ok");
+  const Reply stream = c.next();
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  EXPECT_EQ(stream.headers.at("Transfer-Encoding"), "chunked");  // so the connection outlives the stream
+  EXPECT_EQ(stream_text(stream.body), "D E F");
+  EXPECT_EQ(sse_payloads(stream.body).back(), "[DONE]");
+  const Reply last = c.next();
+  ASSERT_EQ(last.status, 200) << last.body;
+  EXPECT_EQ(content(last), "G H");
+  EXPECT_EQ(last.headers.at("Connection"), "close");
+  EXPECT_TRUE(c.closed_by_server());
+  expect_idle_fake(0);
+}
+
+TEST_F(ServerHostileHttp, BytesArrivingDuringAStreamAreTheNextRequestNotAHangUp) {
+  start(fake_);
+  fake_.hold = true;
+  Client c(port_);
+  c.send(chat("one two three", 8, true));
+  ASSERT_TRUE(c.wait_for("ONE"));  // the generation is held after its first token
+  c.send("\r\n" + get("/health"));
+  std::this_thread::sleep_for(50ms);  // (setup only) the server reads them while the generation is held
+  fake_.release_all();
+  const Reply stream = c.next();
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  EXPECT_EQ(stream_text(stream.body), "ONE TWO THREE");
+  EXPECT_EQ(sse_payloads(stream.body).back(), "[DONE]");
+  const Reply health = c.next();
+  EXPECT_EQ(health.status, 200) << health.body;
+  expect_idle_fake(0);
+}
+
+TEST_F(ServerHostileHttp, AStrayEmptyLineDuringAGenerationIsIgnored) {
+  start(fake_);
+  fake_.hold = true;
+  Client c(port_);
+  c.send(chat("alpha beta", 8, false));
+  ASSERT_TRUE(eventually([&] { return fake_.num_live == 1; }));
+  c.send("\r\n");
+  std::this_thread::sleep_for(50ms);  // (setup only) the server reads it while the generation is held
+  fake_.release_all();
+  const Reply whole = c.next();
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(content(whole), "ALPHA BETA");
+  c.send(get("/health", "Connection: close\r\n"));  // the connection still serves requests
+  EXPECT_EQ(c.next().status, 200);
+  expect_idle_fake(0);
+}
+
+TEST_F(ServerHostileHttp, PipelinedGenerationsOnTheRealModelLeaveTheCacheIdle) {
+  start(*real_);
+  const std::string question = "Name one use of a transistor.";
+  Client c(port_);
+  c.send(chat(question, 8, false) + "\r\n" + chat(question, 8, true) + "\r\n" +
+         get("/v1/cache/stats", "Connection: close\r\n"));
+  const Reply whole = c.next();
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const Reply stream = c.next();
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  EXPECT_EQ(stream_text(stream.body), content(whole));  // greedy: the same text
+  EXPECT_EQ(sse_payloads(stream.body).back(), "[DONE]");
+  EXPECT_EQ(c.next().status, 200);
+  EXPECT_TRUE(c.closed_by_server());
+  expect_idle_real();
+}
+
+// ---- Half-close, hang-up, reset ---------------------------------------------------
+
+// A client that shuts down its sending side after its requests still reads: it gets
+// every answer. The server tells it from a hang-up by a probe (an interim 100) that
+// only a closed socket answers with a reset.
+TEST_F(ServerHostileHttp, HalfCloseAfterPipelinedRequestsGetsEveryAnswer) {
+  start(fake_);
+  fake_.hold = true;
+  Client c(port_);
+  c.send(chat("alpha beta", 8, false) + get("/health"));
+  ASSERT_TRUE(eventually([&] { return fake_.num_live == 1; }));
+  c.half_close();
+  EXPECT_EQ(c.next().status, 100);  // the probe; clients skip interim responses
+  fake_.release_all();
+  const Reply whole = c.next();
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(content(whole), "ALPHA BETA");
+  EXPECT_EQ(c.next().status, 200);
+  EXPECT_TRUE(c.closed_by_server());
+  expect_idle_fake(0);
+}
+
+TEST_F(ServerHostileHttp, HalfCloseDuringAStreamGetsTheRestOfIt) {
+  start(fake_);
+  fake_.hold = true;
+  Client c(port_);
+  c.send(chat("one two three", 8, true));
+  ASSERT_TRUE(c.wait_for("ONE"));
+  c.half_close();
+  ASSERT_TRUE(c.wait_for("\n: ping\n"));  // the probe inside a stream: an SSE comment
+  fake_.release_all();
+  const Reply stream = c.next();
+  ASSERT_EQ(stream.status, 200) << stream.body;
+  EXPECT_EQ(stream_text(stream.body), "ONE TWO THREE");
+  EXPECT_EQ(sse_payloads(stream.body).back(), "[DONE]");
+  EXPECT_TRUE(c.closed_by_server());
+  expect_idle_fake(0);
+}
+
+TEST_F(ServerHostileHttp, HalfCloseOnTheRealModelGetsTheAnswer) {
+  start(*real_);
+  Client c(port_);
+  c.send(chat("Name one use of a transistor.", 8, false));
+  c.half_close();
+  const Reply whole = c.next_final();
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_FALSE(content(whole).empty());
+  EXPECT_TRUE(c.closed_by_server());
+  expect_idle_real();
+}
+
+// A hang-up (FIN) or a reset still cancels at once, pipelined bytes or not.
+TEST_F(ServerHostileHttp, HangUpOrResetStillCancelsTheGeneration) {
+  start(fake_);
+  fake_.hold = true;
+  {
+    Client c(port_);
+    c.send(chat("one two three", 8, true) + get("/health"));
+    ASSERT_TRUE(c.wait_for("ONE"));
+  }  // closed
+  EXPECT_TRUE(eventually([&] { return fake_.num_cancelled == 1; }));
+  {
+    Client c(port_);
+    c.send(chat("alpha beta", 8, false));
+    ASSERT_TRUE(eventually([&] { return fake_.num_live == 1; }));
+  }  // closed before any byte of the reply: the probe meets a reset
+  EXPECT_TRUE(eventually([&] { return fake_.num_cancelled == 2; }));
+  {
+    Client c(port_);
+    c.send(chat("alpha beta", 8, false) + "\r\n");
+    ASSERT_TRUE(eventually([&] { return fake_.num_live == 1; }));
+    c.reset();
+  }
+  EXPECT_TRUE(eventually([&] { return fake_.num_cancelled == 3; }));
+  expect_idle_fake(3);
+}
+
+}  // namespace
+}  // namespace arbor::server::test
