@@ -82,7 +82,7 @@ int run_serve(const ServeOptions& o) {
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
-  std::fprintf(stderr, "arbor serve: %s: draining (up to %.0f s), then stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM",
+  std::fprintf(stderr, "arbor serve: %s: draining (up to %g s), then stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM",
                config.drain_seconds);
   (*server)->stop();
   server->reset();

@@ -6,33 +6,43 @@
 namespace arbor::server {
 namespace {
 
-// A streamed completion's output. Tokens can arrive before the stream is open (the
-// backend may start decoding before start_generate returns): they wait in `early`.
+// A streamed completion's output. The stream opens (200, headers, the chat role chunk)
+// with its first frame, not before: until then a failure (a prompt that can never fit,
+// a full admission queue, a shutdown) is answered with its own status, exactly like a
+// whole reply. Frames come from backend threads; on_done follows the last on_token.
 struct StreamState {
   std::mutex mutex;
-  bool open = false, done = false;
-  std::string early;
+  bool open = false;
+  std::string prelude;
   Utf8Joiner joiner;
 
-  void emit(Exchange& ex, std::string frame, bool last) {
+  // Returns whether these frames opened the stream.
+  bool emit(Exchange& ex, std::string frames, bool last) {
     std::lock_guard lock(mutex);
-    if (!open) {
-      early += frame;
-      done = done || last;
-      return;
+    const bool opening = !open;
+    if (opening) {
+      ex.begin_stream();
+      frames = prelude + frames;
+      open = true;
     }
-    ex.send(std::move(frame));
+    ex.send(std::move(frames));
     if (last) ex.end();
+    return opening;
   }
-  void start(Exchange& ex, std::string prelude) {
+  bool is_open() {
     std::lock_guard lock(mutex);
-    ex.begin_stream();
-    ex.send(prelude + early);
-    early.clear();
-    open = true;
-    if (done) ex.end();
+    return open;
   }
 };
+
+// A generation cancelled by the server (its drain deadline at shutdown): a client that
+// went away has no reply to read.
+ApiError cancelled_by_shutdown() {
+  ApiError e = unavailable(
+      "the generation was cancelled before it finished: the server is shutting down; retry on another instance");
+  e.code = "server_shutting_down";
+  return e;
+}
 
 }  // namespace
 
@@ -56,38 +66,40 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
   const std::uint64_t live_id = next_id_++;
   const std::string tenant = p.tenant;
   auto stream = request.stream ? std::make_shared<StreamState>() : nullptr;
+  if (stream && chat) stream->prelude = sse_data(completion_chunk(chat, id, created, model, "", true, ""));
+  // Sends stream frames; the request counts as answered 200 when they open the stream.
+  auto emit = [this, ex, stream, tenant, route](std::string frames, bool last) {
+    if (stream->emit(*ex, std::move(frames), last)) metrics_.count_request(tenant, route, 200);
+  };
 
   std::function<void(const std::string&)> on_token;
   if (stream) {
-    on_token = [ex, stream, chat, id, created, model](const std::string& piece) {
+    on_token = [stream, emit, chat, id, created, model](const std::string& piece) {
       std::string text;
       {
         std::lock_guard lock(stream->mutex);
         text = stream->joiner.push(piece);
       }
-      if (!text.empty()) stream->emit(*ex, sse_data(completion_chunk(chat, id, created, model, text, false, "")), false);
+      if (!text.empty()) emit(sse_data(completion_chunk(chat, id, created, model, text, false, "")), false);
     };
   }
-  auto on_done = [this, ex, stream, chat, id, created, model, tenant, live_id, route, slot,
+  auto on_done = [this, ex, stream, emit, chat, id, created, model, tenant, live_id, route, slot,
                   include_usage = request.include_usage](const Result<GenerateResult>& outcome) {
     {
       std::lock_guard lock(live_mutex_);
       live_.erase(live_id);
     }
     slot->release();
-    if (!outcome) {
-      const ApiError e = from_error(outcome.error());
-      if (!stream) return reply_error(ex, tenant, route, e);
-      // Headers are out: report the error in the stream, as OpenAI does, then end it.
-      return stream->emit(*ex, "data: " + error_body(e) + "\n\n" + std::string(kSseDone), true);
+    const bool cancelled = outcome && outcome->finish_reason == "cancelled";
+    if (outcome) metrics_.record_generation(tenant, *outcome);
+    if (!outcome || cancelled) {
+      const ApiError e = outcome ? cancelled_by_shutdown() : from_error(outcome.error());
+      if (!stream || !stream->is_open()) return reply_error(ex, tenant, route, e);
+      // Headers are out: say in the stream why it ends, as OpenAI does, then end it.
+      return emit("data: " + error_body(e) + "\n\n" + std::string(kSseDone), true);
     }
     const GenerateResult& result = *outcome;
-    metrics_.record_generation(tenant, result);
-    if (!stream) {
-      if (result.finish_reason == "cancelled")
-        return reply_error(ex, tenant, route, unavailable("the generation was cancelled (server shutting down)"));
-      return reply_json(ex, tenant, route, 200, dump(completion_response(chat, id, created, model, result)));
-    }
+    if (!stream) return reply_json(ex, tenant, route, 200, dump(completion_response(chat, id, created, model, result)));
     std::string tail;
     {
       std::lock_guard lock(stream->mutex);
@@ -105,7 +117,7 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
       frames += sse_data(usage);
     }
     frames += kSseDone;
-    stream->emit(*ex, std::move(frames), true);
+    emit(std::move(frames), true);
   };
 
   {
@@ -136,10 +148,6 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
   ex->on_abandon([weak] {
     if (auto g = weak.lock()) g->cancel();
   });
-  if (stream) {
-    metrics_.count_request(tenant, route, 200);
-    stream->start(*ex, chat ? sse_data(completion_chunk(chat, id, created, model, "", true, "")) : "");
-  }
 }
 
 }  // namespace arbor::server

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -53,6 +54,10 @@ struct Server::State {
   Api api;
   SessionShared shared;
   net::io_context ioc;
+  // Keeps the I/O threads running until stop() is done with them: with no connection
+  // open, a drain would otherwise leave them without work, and they would return
+  // before a finishing run's settlement (posted to them) releases its slot.
+  net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(ioc);
   tcp::acceptor acceptor;
   std::vector<std::thread> threads;
   std::mutex sessions_mutex;
@@ -111,6 +116,7 @@ void Server::stop() {
     // Streams write their last events and close; then nothing is left to run.
     if (!s->wait_until(5, [s] { return s->shared.num_sessions == 0; }) && std::getenv("ARBOR_SERVER_DEBUG"))
       std::fprintf(stderr, "arbor serve: %d connections still open at shutdown\n", s->shared.num_sessions.load());
+    s->work.reset();
     s->ioc.stop();
     for (auto& t : s->threads) t.join();
   });

@@ -38,9 +38,11 @@ class Server {
   const std::string& host() const;
   Api& api();
 
-  // Stops accepting; new requests get 503. Waits up to drain_seconds for work in
-  // flight, cancels what is left, lets streams write their end, closes connections
-  // and joins the I/O threads. Idempotent; safe from any thread but an I/O thread.
+  // Stops accepting; new requests get 503. Waits for the work in flight, at most
+  // drain_seconds, then cancels what is left: its streams end with an error event
+  // (code "server_shutting_down") before [DONE], run event streams with run_finished
+  // "cancelled". Closes connections and joins the I/O threads. Returns as soon as the
+  // work is done. Idempotent; safe from any thread but an I/O thread.
   void stop();
 
   struct State;

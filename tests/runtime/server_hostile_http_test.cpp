@@ -1,14 +1,25 @@
 // The HTTP connection under clients that do more than one polite request at a time:
 // pipelined requests (and stray empty lines) on one connection, half-closes, hang-ups
-// and resets while a generation runs. Each test checks the answers on the wire and that
-// the server is idle afterwards: no request in flight, no locked page, no live sequence.
+// and resets while a generation runs, and shutdown (SIGTERM on the real `arbor serve`)
+// with work in flight. Each test checks the answers on the wire and that the server
+// is idle afterwards: no request in flight, no locked page, no live sequence.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <future>
 
 #include "runtime/server/server.hpp"
 #include "runtime_test_util.hpp"
 #include "server_test_util.hpp"
+
+extern char** environ;
 
 namespace arbor::server::test {
 namespace {
@@ -284,6 +295,175 @@ TEST_F(ServerHostileHttp, HangUpOrResetStillCancelsTheGeneration) {
   }
   EXPECT_TRUE(eventually([&] { return fake_.num_cancelled == 3; }));
   expect_idle_fake(3);
+}
+
+// ---- Streams that cannot start, streams cut by shutdown ---------------------------
+
+TEST_F(ServerHostileHttp, OverLongPromptIsRefusedBeforeAStreamStarts) {
+  start(*real_);
+  std::string user;
+  while (user.size() < 6 * runtime_->context_length()) user += "hello ";  // a token per word
+  const Reply whole = request(port_, "POST", "/v1/chat/completions", chat_body("", user, 16, false));
+  const Reply stream = request(port_, "POST", "/v1/chat/completions", chat_body("", user, 16, true));
+  EXPECT_EQ(whole.status, 400) << whole.body.substr(0, 300);
+  EXPECT_EQ(stream.status, 400) << stream.body.substr(0, 300);
+  EXPECT_EQ(stream.headers.at("Content-Type"), "application/json");
+  EXPECT_EQ(stream.json()["error"]["code"], "context_length_exceeded");
+  EXPECT_EQ(stream.body, whole.body);
+  expect_idle_real();
+}
+
+TEST_F(ServerHostileHttp, AStreamCutAtTheDrainDeadlineSaysWhy) {
+  start(fake_, 0.2);
+  fake_.hold = true;
+  auto held = std::async(std::launch::async, [&] {
+    return request(port_, "POST", "/v1/chat/completions", chat_body("", "never finishes", 8, true));
+  });
+  ASSERT_TRUE(eventually([&] { return fake_.num_live == 1; }));
+  server_->stop();  // drains 0.2 s, then cancels
+  const Reply r = held.get();
+  ASSERT_EQ(r.status, 200);
+  const auto payloads = sse_payloads(r.body);
+  ASSERT_GE(payloads.size(), 2u) << r.body;
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  const auto error = nlohmann::json::parse(payloads[payloads.size() - 2], nullptr, false);
+  EXPECT_EQ(error["error"]["code"], "server_shutting_down") << r.body;
+  for (const auto& p : payloads) EXPECT_EQ(p.find("\"finish_reason\":\"stop\""), std::string::npos) << p;
+  EXPECT_EQ(server_->api().inflight(), 0);
+  EXPECT_EQ(fake_.num_cancelled, 1);
+}
+
+// With no connection left open, stop() still sees a run that finishes during the drain
+// (its settlement runs on the I/O threads) and returns without cancelling it.
+TEST_F(ServerHostileHttp, StopReturnsOnceTheRunInFlightIsDone) {
+  start(fake_, 5);
+  fake_.hold = true;
+  const Reply started = request(port_, "POST", "/v1/runs", R"({"workflow":{"agents":[{"id":"a","task":"t"}]}})");
+  ASSERT_EQ(started.status, 202) << started.body;
+  auto stopping = std::async(std::launch::async, [&] { server_->stop(); });
+  ASSERT_TRUE(eventually([&] {  // stop() began: the listener is closed
+    net::io_context ioc;
+    tcp::socket s(ioc);
+    boost::system::error_code ec;
+    s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)), ec);
+    return bool(ec);
+  }));
+  fake_.release_all();  // the run finishes within the drain
+  stopping.get();
+  EXPECT_EQ(server_->api().inflight(), 0);
+  EXPECT_EQ(fake_.num_cancelled, 0);
+}
+
+// ---- SIGTERM on the real binary ---------------------------------------------------
+
+const std::string kArbor = std::string(ARBOR_BINARY_DIR) + "/arbor";
+
+// `arbor serve --port 0` with a config; reads the port from its first line.
+class ServeProcess {
+ public:
+  explicit ServeProcess(double drain_seconds) {
+    const std::string config = std::string(ARBOR_BINARY_DIR) + "/hostile_http_serve_" + std::to_string(getpid()) + ".json";
+    std::ofstream(config) << R"({"limits":{"drain_seconds":)" << drain_seconds << "}}";
+    int out[2];
+    if (pipe(out) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    std::vector<std::string> args = {kArbor, "serve", "--port", "0", "--config", config, "--model", ARBOR_DEFAULT_MODEL,
+                                     "--threads", "2", "--kv-mem", "256"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, kArbor.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    std::string line;
+    char ch;
+    while (pid_ > 0 && line.find('\n') == std::string::npos && read(out[0], &ch, 1) == 1) line += ch;
+    close(out[0]);
+    std::filesystem::remove(config);
+    if (const auto at = line.find("127.0.0.1:"); at != std::string::npos) port_ = std::atoi(line.c_str() + at + 10);
+  }
+  ~ServeProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+  void terminate() { kill(pid_, SIGTERM); }
+  // The exit status, or -1 if it has not exited within `seconds`.
+  int wait_exit(double seconds) {
+    int status = 0;
+    const bool done = eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, seconds);
+    if (!done) return -1;
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  bool exited_ = false;
+};
+
+std::string run_body(int max_tokens) {
+  nlohmann::json agent = {{"task", "Write a story about a transistor."}, {"generation", {{"max_tokens", max_tokens}}}};
+  nlohmann::json workflow = {{"name", "sigterm"}, {"agents", nlohmann::json::array()}};
+  for (const char* id : {"a", "b"}) {
+    agent["id"] = id;
+    workflow["agents"].push_back(agent);
+  }
+  return nlohmann::json{{"workflow", workflow}}.dump();
+}
+
+// The drain waits for the run (seconds), not for its deadline (60 s): the process exits
+// once the run is done, though no connection is left open (45 s is far above the run,
+// far below the deadline; it took drain_seconds + 30 s before).
+TEST_F(ServerHostileHttp, SigtermWaitsForTheRunInFlightThenExits) {
+  if (!std::filesystem::exists(kArbor)) GTEST_SKIP() << "build the 'arbor' target to run this test";
+  ServeProcess serve(60);
+  ASSERT_GT(serve.port(), 0);
+  const Reply started = request(serve.port(), "POST", "/v1/runs", run_body(24));
+  ASSERT_EQ(started.status, 202) << started.body;
+  serve.terminate();
+  EXPECT_EQ(serve.wait_exit(45), 0);
+}
+
+// At the drain deadline what is left is cancelled, and each stream says so.
+TEST_F(ServerHostileHttp, SigtermAtTheDrainDeadlineEndsStreamsWithTheReason) {
+  if (!std::filesystem::exists(kArbor)) GTEST_SKIP() << "build the 'arbor' target to run this test";
+  ServeProcess serve(0.3);
+  ASSERT_GT(serve.port(), 0);
+  const Reply started = request(serve.port(), "POST", "/v1/runs", run_body(1000));
+  ASSERT_EQ(started.status, 202) << started.body;
+  Client events(serve.port());
+  events.send(get("/v1/runs/" + started.json()["id"].get<std::string>() + "/events"));
+  Client stream(serve.port());
+  stream.send(chat("Tell me a long story about transistors.", 1000, true));
+  ASSERT_TRUE(events.wait_for("event: token"));
+  ASSERT_TRUE(stream.wait_for("\"delta\":{\"content\""));  // a token chunk
+  serve.terminate();
+  EXPECT_EQ(serve.wait_exit(45), 0);
+
+  const Reply chat_reply = stream.next();
+  ASSERT_EQ(chat_reply.status, 200) << chat_reply.body;
+  auto payloads = sse_payloads(chat_reply.body);
+  ASSERT_GE(payloads.size(), 2u);
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  EXPECT_EQ(nlohmann::json::parse(payloads[payloads.size() - 2])["error"]["code"], "server_shutting_down");
+  for (const auto& p : payloads) EXPECT_EQ(p.find("\"finish_reason\":\"stop\""), std::string::npos) << p;
+
+  const Reply run_events = events.next();
+  ASSERT_EQ(run_events.status, 200) << run_events.body;
+  payloads = sse_payloads(run_events.body);
+  ASSERT_GE(payloads.size(), 2u);
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  const auto finished = nlohmann::json::parse(payloads[payloads.size() - 2]);
+  EXPECT_EQ(finished["type"], "run_finished");
+  EXPECT_EQ(finished["status"], "cancelled");
 }
 
 }  // namespace
