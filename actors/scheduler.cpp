@@ -48,19 +48,18 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerConfig config) {
                 "scheduler: prefill_chunk and max_step_tokens must be positive");
   if (config.num_pages <= 0)
     return fail(ErrorCode::invalid_argument, "scheduler: the KV pool has no pages; raise kv_memory_mb");
-  int threads = config.num_threads > 0 ? config.num_threads
-                                       : std::max(1, int(std::thread::hardware_concurrency()));
+  if (!config.engine) return fail(ErrorCode::invalid_argument, "scheduler: no engine given (model::make_engine)");
+  if (!config.page_allocator) config.page_allocator = config.engine->page_allocator();
   std::unique_ptr<Scheduler> s(new Scheduler(std::move(config)));
   const auto& m = *s->config_.model;
-  s->engine_ = std::make_unique<model::Engine>(m.config(), m.weights(), threads, s->config_.precision);
-  const auto geometry = s->engine_->kv_geometry(s->config_.page_size);
+  const auto geometry = s->config_.engine->kv_geometry(s->config_.page_size);
   cache::PrefixCacheConfig pc;
   pc.num_pages = s->config_.num_pages;
   pc.eviction = s->config_.eviction;
   pc.max_pinned_pages = s->config_.max_pinned_pages;
   pc.model_id = m.id();
   if (auto ok = cache::PrefixCache::validate(geometry, pc); !ok) return std::unexpected(ok.error());
-  s->cache_ = std::make_unique<cache::PrefixCache>(geometry, pc, s->allocator_);
+  s->cache_ = std::make_unique<cache::PrefixCache>(geometry, pc, *s->config_.page_allocator);
   if (s->cache_->pool().num_pages() == 0)
     return fail(ErrorCode::out_of_memory, "scheduler: could not allocate the KV pool of " +
                                               std::to_string(pc.num_pages) + " pages; lower kv_memory_mb");
@@ -246,7 +245,7 @@ void Scheduler::run_batch() {
     budget -= n;
   }
   if (steps.empty()) return;
-  if (auto ok = engine_->forward(steps, cache_->pool(), logits_); !ok) {
+  if (auto ok = config_.engine->forward(steps, cache_->pool(), logits_); !ok) {
     for (Live* l : rows) fail_live(*l, ok.error());
     return;
   }

@@ -53,12 +53,15 @@ namespace arbor::actors {
 
 struct SchedulerConfig {
   std::shared_ptr<const model::Model> model;
-  int num_threads = 0;  // 0 = hardware threads
+  // The engine of every step, made for `model` (model::make_engine picks the device),
+  // and the allocator of the KV pool; null = the engine's page_allocator(). Both come
+  // from outside, so this layer names no backend.
+  std::shared_ptr<model::Engine> engine;
+  std::shared_ptr<cache::PageAllocator> page_allocator;
   int page_size = 16;
   int num_pages = 0;
   cache::EvictionPolicyKind eviction = cache::EvictionPolicyKind::lru;
   bool prefix_caching = true;
-  kernels::MatmulPrecision precision = kernels::MatmulPrecision::accurate;
   int prefill_chunk = 256;
   int max_step_tokens = 1024;
   int max_pinned_pages = 0;  // 0 = half the pool
@@ -146,9 +149,7 @@ class Scheduler {
   SeqResult result_of(const Live& live, const std::string& reason) const;
   static void fail_pending(Pending& pending, const Error& error);
 
-  SchedulerConfig config_;
-  std::unique_ptr<model::Engine> engine_;
-  cache::HostPageAllocator allocator_;
+  SchedulerConfig config_;  // holds the engine and the allocator: outlives cache_
   std::unique_ptr<cache::PrefixCache> cache_;
   std::deque<Pending> queue_;
   std::vector<std::unique_ptr<Live>> live_;  // admission order

@@ -23,7 +23,7 @@
 #include "cache/page_allocator.hpp"
 #include "cache/page_pool.hpp"
 #include "model/chat_template.hpp"
-#include "model/engine.hpp"
+#include "model/cpu_engine.hpp"
 #include "model/json_constraint.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/model.hpp"
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
   const auto vocab = ConstraintVocabulary::build((*model)->tokenizer());
   const TokenTrie* trie = &vocab->trie();
   const double trie_ms = since(t0) * 1e3;
-  Engine engine((*model)->config(), (*model)->weights(), threads);
+  CpuEngine engine((*model)->config(), (*model)->weights(), threads);
   cache::HostPageAllocator allocator;
   cache::PagePool pool(engine.kv_geometry(16), 8 * ((512 + steps) / 16 + 2) + 16, allocator);
 

@@ -17,11 +17,13 @@
 
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/cpu_features.hpp"
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/thread_pool.hpp"
+#include "kernels/ggml_types.hpp"
 
 using namespace arbor::kernels;
+using namespace arbor::kernels::cpu;
 using Clock = std::chrono::steady_clock;
 
 namespace {

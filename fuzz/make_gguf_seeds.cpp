@@ -2,8 +2,8 @@
 // small files that reach every part of the reader (metadata of each type, arrays,
 // custom alignment, v2 and v3, one tensor of each supported type, a Llama config).
 // Build and run by hand when the reader grows a feature:
-//   g++ -std=c++23 -O1 -mavx2 -mfma -mf16c -I. fuzz/make_gguf_seeds.cpp model/gguf_writer.cpp \
-//       model/gguf.cpp kernels/cpu/ggml_types.cpp -o /tmp/make_gguf_seeds && /tmp/make_gguf_seeds fuzz/corpus/gguf_fuzz
+//   g++ -std=c++23 -O1 -I. fuzz/make_gguf_seeds.cpp model/gguf_writer.cpp \
+//       model/gguf.cpp kernels/ggml_types.cpp -o /tmp/make_gguf_seeds && /tmp/make_gguf_seeds fuzz/corpus/gguf_fuzz
 #include <cstdio>
 #include <string>
 #include <vector>

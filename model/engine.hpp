@@ -1,8 +1,10 @@
-// The transformer forward pass over paged KV: one call runs a batch of sequences,
-// each contributing some new tokens (a prefill chunk or one decode token), writes
-// their K/V into their pages, and returns logits where asked.
+// The transformer forward pass over paged KV, as an interface every backend implements
+// (model/cpu_engine.hpp; the CUDA engine with -DARBOR_CUDA=ON). One call runs a batch
+// of sequences, each contributing some new tokens (a prefill chunk or one decode
+// token), writes their K/V into their pages, and returns logits where asked.
+// model/engine_factory.hpp picks the backend.
 //
-// Contract
+// Contract (every backend)
 // - Rows of all sequences are stacked into one activation matrix, so every weight
 //   matrix is read once per step whatever the batch (decode batching turns GEMV back
 //   into GEMM: KV rule 12).
@@ -11,21 +13,23 @@
 //   sequence or by whoever cached that prefix: KV rules 1, 14). Its page table must
 //   cover start_pos + n positions, and the pages it writes (positions >= start_pos)
 //   must be private to it (KV rule 10): the engine writes them without checking.
-// - Not thread-safe: one owner (the cache actor) calls it. Internally it uses its
-//   thread pool for every kernel.
+// - The pool's storage comes from the engine's page_allocator() (for the CPU engine,
+//   any host allocator will do); pages hold f16 K/V in the layout of
+//   cache/kv_geometry.hpp, whichever memory they live in.
+// - Logits come back in host memory.
+// - Not thread-safe: one owner (the cache actor) calls it.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "cache/kv_geometry.hpp"
+#include "cache/page_allocator.hpp"
 #include "common/result.hpp"
-#include "kernels/cpu/attention.hpp"
-#include "kernels/cpu/thread_pool.hpp"
+#include "model/device.hpp"
 #include "model/llama_config.hpp"
-#include "model/llama_weights.hpp"
 
 namespace arbor::cache {
 class PagePool;
@@ -46,13 +50,17 @@ struct SequenceStep {
 
 class Engine {
  public:
-  // `weights` (and the file behind them) must outlive the engine. `precision` picks
-  // how activations enter the int8 matmuls (see kernels/cpu/matmul.hpp).
-  Engine(const LlamaConfig& config, const LlamaWeights& weights, int num_threads,
-         kernels::MatmulPrecision precision = kernels::MatmulPrecision::accurate);
+  virtual ~Engine() = default;
 
-  const LlamaConfig& config() const { return config_; }
-  kernels::ThreadPool& pool() { return pool_; }
+  virtual const LlamaConfig& config() const = 0;
+  // Device::cpu or Device::cuda (never automatic), and words for people: the device
+  // and what the engine uses of it ("cpu (AVX-512, 2 threads)").
+  virtual Device device() const = 0;
+  virtual std::string describe() const = 0;
+  // The allocator the KV pool passed to forward() must take its storage from (the
+  // scheduler builds its PrefixCache on it). Shared: it must outlive every pool on it.
+  virtual std::shared_ptr<cache::PageAllocator> page_allocator() = 0;
+
   // The KV geometry this model needs, for a given page size.
   cache::KvGeometry kv_geometry(int page_size) const;
 
@@ -61,29 +69,12 @@ class Engine {
   // invalid_argument (nothing written) when a token id is out of range, a page table
   // is too short, positions exceed the context length, or the pool's geometry does
   // not match the model.
-  Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv,
-                       std::vector<float>& logits);
+  virtual Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv,
+                               std::vector<float>& logits) = 0;
 
- private:
+ protected:
+  // The checks of forward()'s contract that need no backend (each engine calls it first).
   Result<void> check_batch(std::span<const SequenceStep> batch, const cache::PagePool& kv) const;
-  void embed(std::span<const SequenceStep> batch);
-  void attention_block(int layer, std::span<const SequenceStep> batch, cache::PagePool& kv);
-  void ffn_block(int layer);
-  void store_kv(int layer, std::span<const SequenceStep> batch, cache::PagePool& kv);
-  void attend(int layer, std::span<const SequenceStep> batch, const cache::PagePool& kv);
-  void compute_logits(std::span<const SequenceStep> batch, std::vector<float>& logits);
-  void reserve_rows(std::int64_t rows);
-
-  LlamaConfig config_;
-  const LlamaWeights& weights_;
-  kernels::ThreadPool pool_;
-  kernels::MatmulPrecision precision_;
-  std::int64_t num_rows_ = 0;     // rows in the current step
-  std::int64_t capacity_rows_ = 0;
-  // Scratch activations, [rows][dim] each.
-  std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_;
-  std::vector<const std::uint16_t*> k_pages_, v_pages_;  // every sequence's, back to back
-  std::vector<kernels::PagedAttentionArgs> attention_args_;
 };
 
 }  // namespace arbor::model

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/ggml_types.hpp"
 
 namespace arbor::model {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/ggml_types.hpp"
 #include "model/gguf.hpp"
 
 namespace arbor::model {

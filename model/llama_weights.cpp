@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "kernels/cpu/dequantize.hpp"
 #include "model/gguf.hpp"
 
 namespace arbor::model {
@@ -44,7 +45,7 @@ Result<const float*> bind_vector(const GgufFile& file, const std::string& name, 
     return fail(ErrorCode::unsupported, file.source_name() + ": norm tensor '" + name + "' has type " +
                                             kernels::type_name(tensor.type) + " (expected F32, F16 or BF16)");
   auto& copy = weights.owned_.emplace_back(std::size_t(n));
-  kernels::dequantize_row(kernels::WeightMatrix{tensor.type, tensor.data, 1, n}, 0, copy.data());
+  kernels::cpu::dequantize_row(tensor.type, tensor.data, copy.data(), n);
   return copy.data();
 }
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "kernels/cpu/matmul.hpp"
+#include "kernels/weight_matrix.hpp"
 #include "model/llama_config.hpp"
 
 namespace arbor::model {

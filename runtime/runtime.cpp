@@ -6,6 +6,7 @@
 
 #include "actors/cache_actor.hpp"
 #include "actors/run_env.hpp"
+#include "model/engine_factory.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "workflows/workflow.hpp"
 
@@ -29,7 +30,23 @@ Result<void> check_config(const RuntimeConfig& c) {
   if (c.num_threads < 0) return fail(ErrorCode::invalid_argument, "num_threads must be >= 0");
   if (c.precision != "accurate" && c.precision != "fast")
     return fail(ErrorCode::invalid_argument, "precision must be 'accurate' or 'fast' (got '" + c.precision + "')");
+  if (auto device = model::parse_device(c.device); !device) return std::unexpected(device.error());
   return {};
+}
+
+// The engine RuntimeConfig asks for; `info` gets the line Runtime::device_info() returns.
+Result<std::unique_ptr<model::Engine>> make_engine(const RuntimeConfig& c, const model::Model& m, std::string& info) {
+  std::string reason;
+  auto device = model::resolve_device(*model::parse_device(c.device), &reason);
+  if (!device) return std::unexpected(device.error());
+  model::EngineOptions options;
+  options.device = *device;
+  options.num_threads = c.num_threads;
+  options.precision = c.precision == "fast" ? kernels::MatmulPrecision::fast : kernels::MatmulPrecision::accurate;
+  auto engine = model::make_engine(m, options);
+  if (!engine) return std::unexpected(engine.error());
+  info = (*engine)->describe() + (reason.empty() ? "" : ", " + reason);
+  return engine;
 }
 
 // The helper actor behind start_generate: sends the request, forwards token pieces,
@@ -127,14 +144,17 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
                                                  " holds no KV page (" + std::to_string(geometry.bytes_per_page()) +
                                                  " bytes each); raise it");
 
+  auto engine = make_engine(config, **model, impl->device_info);
+  if (!engine) return std::unexpected(engine.error());
+  impl->device = model::device_name((*engine)->device());
+
   actors::SchedulerConfig sc;
   sc.model = impl->model;
-  sc.num_threads = config.num_threads;
+  sc.engine = std::move(*engine);
   sc.page_size = config.page_size;
   sc.num_pages = int(num_pages);
   sc.eviction = *eviction;
   sc.prefix_caching = config.prefix_caching;
-  sc.precision = config.precision == "fast" ? kernels::MatmulPrecision::fast : kernels::MatmulPrecision::accurate;
   sc.prefill_chunk = config.prefill_chunk;
   sc.max_step_tokens = config.max_step_tokens;
   sc.max_pinned_pages = int(config.max_pinned_pages);
@@ -281,6 +301,10 @@ std::vector<CacheTreeNode> Runtime::cache_tree(const std::string& tenant, std::s
 }
 
 const RuntimeConfig& Runtime::config() const { return impl_->config; }
+
+std::string Runtime::device() const { return impl_->device; }
+
+std::string Runtime::device_info() const { return impl_->device_info; }
 
 std::string Runtime::model_name() const {
   auto name = impl_->model->file().get_string("general.name");

@@ -58,6 +58,7 @@ struct Runtime::Impl {
   RuntimeConfig config;
   std::shared_ptr<const model::Model> model;
   std::shared_ptr<const model::ChatTemplate> chat;
+  std::string device, device_info;  // Runtime::device(), device_info()
   std::unique_ptr<actors::ActorConfig> actor_config;  // outlives `system`
   std::unique_ptr<caf::actor_system> system;
   caf::actor cache;

@@ -9,12 +9,12 @@
 
 #include "kernels/cpu/attention_internal.hpp"
 #include "kernels/cpu/cpu_features.hpp"
-#include "kernels/cpu/ggml_types.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/simd_math.hpp"
 #include "kernels/cpu/thread_pool.hpp"
+#include "kernels/ggml_types.hpp"
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 constexpr int kRowBlock = 16;  // query rows per task: each K/V page is converted once per task
@@ -327,4 +327,4 @@ void paged_attention_reference(const PagedAttentionArgs& a) {
   }
 }
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

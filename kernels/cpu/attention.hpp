@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 
 class ThreadPool;
 
@@ -42,4 +42,4 @@ void paged_attention_batch(const PagedAttentionArgs* seqs, int num_seqs, ThreadP
 // Reference: gathers K/V, builds the full score matrix and applies a plain softmax.
 void paged_attention_reference(const PagedAttentionArgs& args);
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

@@ -13,7 +13,7 @@
 
 #include "kernels/cpu/attention_internal.hpp"
 
-namespace arbor::kernels::detail {
+namespace arbor::kernels::cpu::detail {
 namespace {
 
 // e^x for 16 lanes; -inf and anything below -87.3 give 0.
@@ -374,4 +374,4 @@ void attention_sources_avx512(const AttentionSource* sources, int num_sources, i
   }
 }
 
-}  // namespace arbor::kernels::detail
+}  // namespace arbor::kernels::cpu::detail

@@ -3,7 +3,7 @@
 
 #include "kernels/cpu/attention.hpp"
 
-namespace arbor::kernels::detail {
+namespace arbor::kernels::cpu::detail {
 
 // One unit of work: query rows [row_begin, row_end) x the query heads of `kv_head`,
 // over logical pages [page_begin, page_end) (clipped to the pages the rows can see).
@@ -46,4 +46,4 @@ void finish_attention_task(const PagedAttentionArgs& args, const AttentionTask& 
                            const float* acc, int acc_stride, const float* ml,
                            const AttentionPartial* partial);
 
-}  // namespace arbor::kernels::detail
+}  // namespace arbor::kernels::cpu::detail

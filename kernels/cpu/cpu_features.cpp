@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 std::uint64_t read_xcr0() {
@@ -67,4 +67,4 @@ bool use_avx512() {
 
 void set_avx512_override(int mode) { g_override.store(mode, std::memory_order_relaxed); }
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

@@ -3,7 +3,7 @@
 // listed on some VMs but faults.
 #pragma once
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 
 struct CpuFeatures {
   bool avx2 = false;
@@ -24,4 +24,4 @@ bool use_avx512();
 // 1 = AVX-512 paths if the CPU has them. Not thread-safe against running kernels.
 void set_avx512_override(int mode);
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

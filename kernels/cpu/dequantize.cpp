@@ -2,7 +2,9 @@
 
 #include <cstring>
 
-namespace arbor::kernels {
+#include "kernels/cpu/fp16.hpp"
+
+namespace arbor::kernels::cpu {
 namespace {
 
 void dequant_q4_0(const BlockQ4_0* b, float* y, std::int64_t nb) {
@@ -105,4 +107,4 @@ void dequantize_row(GgmlType type, const void* src, float* dst, std::int64_t n) 
   std::memset(dst, 0, std::size_t(n) * 4);
 }
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

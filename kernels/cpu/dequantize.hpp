@@ -5,11 +5,11 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/ggml_types.hpp"
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 
 // dst[0..n) = values of the row at `src` (n a multiple of the type's block size).
 void dequantize_row(GgmlType type, const void* src, float* dst, std::int64_t n);
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

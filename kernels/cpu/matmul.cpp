@@ -12,7 +12,7 @@
 #include "kernels/cpu/matmul_internal.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 bool shape_ok(const WeightMatrix& w, std::int64_t m) {
@@ -149,4 +149,4 @@ void dequantize_row(const WeightMatrix& w, std::int64_t row, float* dst) {
   dequantize_row(w.type, row_ptr(w, row), dst, w.cols);
 }
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

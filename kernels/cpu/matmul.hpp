@@ -1,23 +1,15 @@
-// Products of activations (f32) with weight matrices stored in any GgmlType.
-// A weight matrix is [rows = out features][cols = in features], one contiguous
-// (quantized) row per output feature, exactly as GGUF stores it.
+// Products of activations (f32) with weight matrices stored in any GgmlType
+// (kernels/weight_matrix.hpp), on the CPU.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/weight_matrix.hpp"
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 
 class ThreadPool;
-
-struct WeightMatrix {
-  GgmlType type = GgmlType::F32;
-  const void* data = nullptr;  // rows * row_bytes(type, cols) bytes, not owned
-  std::int64_t rows = 0;       // output features
-  std::int64_t cols = 0;       // input features
-};
 
 // y[i][r] = sum_c x[i][c] * W[r][c] for i < m, r < w.rows.
 // x: [m][w.cols] f32 row-major, y: [m][w.rows] f32 row-major (must not alias x).
@@ -34,7 +26,6 @@ struct WeightMatrix {
 // The other types dequantize rows and use f32 FMAs (precision does not apply). An
 // unsupported type or cols not a multiple of the block size is a caller bug: asserts
 // in debug builds, y is zero-filled otherwise.
-enum class MatmulPrecision { accurate, fast };
 void matmul(const WeightMatrix& w, const float* x, std::int64_t m, float* y, ThreadPool& pool,
             MatmulPrecision precision = MatmulPrecision::accurate);
 
@@ -45,4 +36,4 @@ void matmul_reference(const WeightMatrix& w, const float* x, std::int64_t m, flo
 // Copies row `row` of `w` into dst[w.cols] as f32 (embedding lookup).
 void dequantize_row(const WeightMatrix& w, std::int64_t row, float* dst);
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

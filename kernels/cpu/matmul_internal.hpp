@@ -13,7 +13,7 @@
 
 #include "kernels/cpu/matmul.hpp"
 
-namespace arbor::kernels::detail {
+namespace arbor::kernels::cpu::detail {
 
 struct QuantizedActivations {
   std::int64_t m = 0;
@@ -34,4 +34,4 @@ void matmul_q8_avx2(const WeightMatrix& w, const QuantizedActivations& xa, std::
 void matmul_q8_avx512(const WeightMatrix& w, const QuantizedActivations& xa,
                       std::int64_t row_begin, std::int64_t row_end, float* y);
 
-}  // namespace arbor::kernels::detail
+}  // namespace arbor::kernels::cpu::detail

@@ -8,7 +8,7 @@
 
 #include "kernels/cpu/matmul_internal.hpp"
 
-namespace arbor::kernels::detail {
+namespace arbor::kernels::cpu::detail {
 namespace {
 
 float hsum(__m256 v) {
@@ -273,4 +273,4 @@ void matmul_q8_avx2(const WeightMatrix& w, const QuantizedActivations& xa, std::
   }
 }
 
-}  // namespace arbor::kernels::detail
+}  // namespace arbor::kernels::cpu::detail

@@ -18,7 +18,7 @@
 
 #include "kernels/cpu/matmul_internal.hpp"
 
-namespace arbor::kernels::detail {
+namespace arbor::kernels::cpu::detail {
 namespace {
 
 constexpr int kTileRows = 16;
@@ -323,4 +323,4 @@ void matmul_q8_avx512(const WeightMatrix& w, const QuantizedActivations& xa,
   }
 }
 
-}  // namespace arbor::kernels::detail
+}  // namespace arbor::kernels::cpu::detail

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernels/cpu/simd_math.hpp"
 
 // AVX2 is the baseline ISA, so the "SIMD path" of each op is AVX2 on every machine
 // Arbor runs on; these ops are a small share of a forward pass, so AVX-512 variants
 // would not pay for their code.
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 
 void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) {
   __m256 acc = _mm256_setzero_ps();
@@ -197,4 +197,4 @@ void fp16_to_fp32_row(const std::uint16_t* src, float* dst, int n) {
   for (; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
 }
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], for one row of n values.
 void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
@@ -31,4 +31,4 @@ void softmax_reference(float* x, int n);
 void fp32_to_fp16_row(const float* src, std::uint16_t* dst, int n);
 void fp16_to_fp32_row(const std::uint16_t* src, float* dst, int n);
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

@@ -3,7 +3,7 @@
 
 #include <immintrin.h>
 
-namespace arbor::kernels::simd {
+namespace arbor::kernels::cpu::simd {
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -44,4 +44,4 @@ inline __m256 exp256(__m256 x) {
   return _mm256_andnot_ps(too_small, result);
 }
 
-}  // namespace arbor::kernels::simd
+}  // namespace arbor::kernels::cpu::simd

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 
 // Protocol: the caller publishes the job (fn, n) then bumps `generation_`. Workers
 // spin on `generation_` for a short while (a decode step issues parallel_fors
@@ -111,4 +111,4 @@ void ThreadPool::parallel_for(
   impl_->parallel_for(n, fn);
 }
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

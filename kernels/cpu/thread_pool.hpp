@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 
 class ThreadPool {
  public:
@@ -30,4 +30,4 @@ class ThreadPool {
   Impl* impl_;
 };
 
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

@@ -13,7 +13,7 @@
 
 #include "cache/page_allocator.hpp"
 #include "cache/page_pool.hpp"
-#include "model/engine.hpp"
+#include "model/engine_factory.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/model.hpp"
 #include "runtime/cli/bench.hpp"
@@ -90,13 +90,13 @@ Result<EngineFigures> measure(model::Engine& engine, cache::PagePool& pool, int 
 
 namespace {
 
-struct EngineOptions {
+struct BenchEngineOptions {
   int reps = 3;
   bool json = false;
-  RuntimeOptions runtime;  // --model, --threads, --precision
+  RuntimeOptions runtime;  // --model, --device, --threads, --precision
 };
 
-int bench_engine(const EngineOptions& o) {
+int bench_engine(const BenchEngineOptions& o) {
   RuntimeConfig config;
   o.runtime.apply(config);
   const int threads = config.num_threads > 0 ? config.num_threads : int(std::thread::hardware_concurrency());
@@ -105,28 +105,40 @@ int bench_engine(const EngineOptions& o) {
   auto loaded = model::Model::load(path);
   if (!loaded) return std::fprintf(stderr, "arbor: %s\n", loaded.error().describe().c_str()), kExitInvalid;
   const model::Model& m = **loaded;
+  auto device = model::parse_device(config.device);
+  if (!device) return std::fprintf(stderr, "arbor: %s\n", device.error().describe().c_str()), kExitInvalid;
 
   // Both activation precisions side by side, in one process (the machine is noisy).
   const std::pair<const char*, kernels::MatmulPrecision> modes[] = {
       {"accurate", kernels::MatmulPrecision::accurate}, {"fast", kernels::MatmulPrecision::fast}};
   std::vector<std::pair<std::string, EngineFigures>> results;
   cache::KvGeometry geometry;
+  std::string device_used, device_info;
   for (const auto& [name, precision] : modes) {
     if (o.runtime.given(kPrecisionFlag) && config.precision != name) continue;
-    model::Engine engine(m.config(), m.weights(), threads, precision);
-    geometry = engine.kv_geometry(16);
-    cache::HostPageAllocator allocator;
-    cache::PagePool pool(geometry, geometry.pages_for(1024) * 8, allocator);
-    auto figures = measure(engine, pool, m.config().vocab_size, reps);
+    auto engine = model::make_engine(m, {*device, threads, precision});
+    if (!engine) return std::fprintf(stderr, "arbor: %s\n", engine.error().describe().c_str()), kExitInvalid;
+    device_used = model::device_name((*engine)->device());
+    device_info = (*engine)->describe();
+    geometry = (*engine)->kv_geometry(16);
+    cache::PagePool pool(geometry, geometry.pages_for(1024) * 8, *(*engine)->page_allocator());
+    if (pool.storage_error())
+      return std::fprintf(stderr, "arbor: %s\n", pool.storage_error()->describe().c_str()), kExitFailed;
+    auto figures = measure(**engine, pool, m.config().vocab_size, reps);
     if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
-    results.emplace_back(name, *figures);
+    // The activation precision is a CPU setting (its int8 matmuls): other devices keep
+    // f32 activations, so one pass measures them.
+    const bool cpu = (*engine)->device() == model::Device::cpu;
+    results.emplace_back(cpu ? name : "f32", *figures);
+    if (!cpu) break;
   }
 
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double peak_rss_mb = double(usage.ru_maxrss) / 1024.0;
   if (o.json) {
-    nlohmann::json j = {{"model", m.config().name}, {"threads", threads},
+    nlohmann::json j = {{"model", m.config().name}, {"device", device_used}, {"device_info", device_info},
+                        {"threads", threads},
                         {"kv_bytes_per_token", geometry.bytes_per_token()}, {"peak_rss_mb", peak_rss_mb}};
     for (const auto& [name, f] : results)
       j["precision"][name] = {{"pp512_tokens_per_s", f.pp512}, {"tg128_tokens_per_s", f.tg128},
@@ -136,6 +148,7 @@ int bench_engine(const EngineOptions& o) {
   } else {
     std::printf("model            %s (%s)\n", m.config().name.c_str(), path.c_str());
     std::printf("threads          %d\n", threads);
+    std::printf("device           %s\n", device_info.c_str());
     for (const auto& [name, f] : results) {
       std::printf("[%s activations]\n", name.c_str());
       std::printf("  pp512          %8.1f tokens/s\n", f.pp512);
@@ -152,8 +165,8 @@ int bench_engine(const EngineOptions& o) {
 }  // namespace
 
 Runner setup_bench_engine(CLI::App& app) {
-  auto o = std::make_shared<EngineOptions>();
-  o->runtime.declare(app, kModelFlag | kThreadsFlag | kPrecisionFlag);
+  auto o = std::make_shared<BenchEngineOptions>();
+  o->runtime.declare(app, kModelFlag | kDeviceFlag | kThreadsFlag | kPrecisionFlag);
   app.get_option("--precision")
       ->default_str("")
       ->description("measure only this activation precision: accurate or fast (default: both, side by side)");

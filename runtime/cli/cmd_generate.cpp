@@ -37,6 +37,7 @@ int run_generate(GenerateOptions& o) {
 
   auto runtime = Runtime::create(config);
   if (!runtime) return std::fprintf(stderr, "arbor: %s\n", worded(runtime.error()).c_str()), kExitInvalid;
+  print_device_line("generate", **runtime);
   const bool json = o.json;
   auto handle = (*runtime)->start_generate(request, [json](const std::string& piece) {
     if (json) return;

@@ -6,7 +6,8 @@
 #include <sstream>
 #include <thread>
 
-#include "cache/page_allocator.hpp"
+#include "cache/page_pool.hpp"
+#include "model/engine_factory.hpp"
 #include "model/model.hpp"
 #include "model/perplexity.hpp"
 #include "runtime/cli/command.hpp"
@@ -19,7 +20,7 @@ namespace {
 struct PerplexityOptions {
   std::string file;
   int ctx = 512;
-  RuntimeOptions runtime;  // --model, --threads
+  RuntimeOptions runtime;  // --model, --device, --threads
 };
 
 int run_perplexity(const PerplexityOptions& o) {
@@ -41,12 +42,17 @@ int run_perplexity(const PerplexityOptions& o) {
   const auto body = m.tokenizer().encode(text.str(), false);
   tokens.insert(tokens.end(), body.begin(), body.end());
 
-  model::Engine engine(m.config(), m.weights(), threads);
-  const cache::KvGeometry geometry = engine.kv_geometry(16);
-  cache::HostPageAllocator allocator;
-  cache::PagePool pool(geometry, geometry.pages_for(ctx), allocator);
+  auto device = model::parse_device(config.device);
+  if (!device) return std::fprintf(stderr, "arbor: %s\n", device.error().describe().c_str()), kExitInvalid;
+  auto engine = model::make_engine(m, {*device, threads, kernels::MatmulPrecision::accurate});
+  if (!engine) return std::fprintf(stderr, "arbor: %s\n", engine.error().describe().c_str()), kExitInvalid;
+  std::fprintf(stderr, "arbor perplexity: device %s\n", (*engine)->describe().c_str());
+  const cache::KvGeometry geometry = (*engine)->kv_geometry(16);
+  cache::PagePool pool(geometry, geometry.pages_for(ctx), *(*engine)->page_allocator());
+  if (pool.storage_error())
+    return std::fprintf(stderr, "arbor: %s\n", pool.storage_error()->describe().c_str()), kExitFailed;
   std::printf("perplexity: %zu tokens, %zu chunks of %d\n", tokens.size(), tokens.size() / std::size_t(ctx), ctx);
-  auto result = model::perplexity(engine, pool, tokens, ctx, [](int chunk, double ppl) {
+  auto result = model::perplexity(**engine, pool, tokens, ctx, [](int chunk, double ppl) {
     std::printf("[%d]%.4f,", chunk, ppl);
     std::fflush(stdout);
   });
@@ -62,7 +68,7 @@ Runner setup(CLI::App& app) {
       ->type_name("N")
       ->check(integer_in(4, 1 << 20))
       ->capture_default_str();
-  o->runtime.declare(app, kModelFlag | kThreadsFlag);
+  o->runtime.declare(app, kModelFlag | kDeviceFlag | kThreadsFlag);
   return [o] { return run_perplexity(*o); };
 }
 

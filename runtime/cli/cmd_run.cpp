@@ -93,6 +93,7 @@ int run_workflows(const RunOptions& o) {
   auto runtime = Runtime::create(config);
   if (!runtime)
     return std::fprintf(stderr, "arbor: %s\n", cli_wording(runtime.error().describe()).c_str()), kExitInvalid;
+  print_device_line("run", **runtime);
   ProgressLine progress(!o.json && isatty(STDERR_FILENO));
   std::vector<RunHandle> handles;
   for (std::size_t i = 0; i < o.workflows.size(); ++i) {

@@ -1,6 +1,7 @@
 #include "runtime/cli/runtime_options.hpp"
 
 #include <cctype>
+#include <cstdio>
 
 #include "runtime/cli/default_model.hpp"
 #include "runtime/cli/options.hpp"
@@ -13,8 +14,15 @@ void RuntimeOptions::declare(CLI::App& app, unsigned flags) {
     add(kModelFlag, app.add_option("--model", values_.model_path,
                                    "GGUF model file (default: models/SmolLM2-135M-Instruct.Q4_1.gguf of the checkout)")
                         ->type_name("PATH"));
+  if (flags & kDeviceFlag)
+    add(kDeviceFlag, app.add_option("--device", values_.device,
+                                    "where the forward pass runs: cpu, cuda (needs a CUDA build and device), or auto "
+                                    "(cuda when both are there, else cpu)")
+                         ->type_name("DEVICE")
+                         ->check(one_of({"cpu", "cuda", "auto"}))
+                         ->capture_default_str());
   if (flags & kThreadsFlag)
-    add(kThreadsFlag, app.add_option("--threads", values_.num_threads, "engine threads (0 = all cores)")
+    add(kThreadsFlag, app.add_option("--threads", values_.num_threads, "CPU engine threads (0 = all cores)")
                           ->type_name("N")
                           ->check(integer_in(0, 4096))
                           ->capture_default_str());
@@ -56,12 +64,17 @@ bool RuntimeOptions::given(RuntimeFlag flag) const {
 void RuntimeOptions::apply(RuntimeConfig& config) const {
   if (given(kModelFlag)) config.model_path = values_.model_path;
   if (config.model_path.empty()) config.model_path = default_model_path();
+  if (given(kDeviceFlag)) config.device = values_.device;
   if (given(kThreadsFlag)) config.num_threads = values_.num_threads;
   if (given(kKvMemFlag)) config.kv_memory_mb = values_.kv_memory_mb;
   if (given(kPageSizeFlag)) config.page_size = values_.page_size;
   if (given(kEvictionFlag)) config.eviction = values_.eviction;
   if (given(kNoCacheFlag) && no_cache_) config.prefix_caching = false;
   if (given(kPrecisionFlag)) config.precision = values_.precision;
+}
+
+void print_device_line(const std::string& command, const Runtime& runtime) {
+  std::fprintf(stderr, "arbor %s: device %s\n", command.c_str(), runtime.device_info().c_str());
 }
 
 std::string cli_wording(std::string message, const std::map<std::string, std::string>& extra) {

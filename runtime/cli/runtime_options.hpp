@@ -1,5 +1,5 @@
 // The runtime flags shared by run, generate, serve and the benchmarks (--model,
-// --threads, --kv-mem, --page-size, --eviction, --no-cache, --precision): declared
+// --device, --threads, --kv-mem, --page-size, --eviction, --no-cache, --precision): declared
 // here once, with RuntimeConfig's defaults in the generated help.
 #pragma once
 
@@ -19,7 +19,8 @@ enum RuntimeFlag : unsigned {
   kEvictionFlag = 1u << 4,
   kNoCacheFlag = 1u << 5,
   kPrecisionFlag = 1u << 6,
-  kAllRuntimeFlags = (1u << 7) - 1,
+  kDeviceFlag = 1u << 7,
+  kAllRuntimeFlags = (1u << 8) - 1,
 };
 
 class RuntimeOptions {
@@ -40,6 +41,10 @@ class RuntimeOptions {
   bool no_cache_ = false;
   std::map<RuntimeFlag, CLI::Option*> options_;
 };
+
+// The info line of run, generate and serve on stderr: which device computes, and why
+// ("arbor run: device cpu (AVX-512, 2 threads), auto: this build has no CUDA backend ...").
+void print_device_line(const std::string& command, const Runtime& runtime);
 
 // A runtime message worded for the command line: configuration names that have a
 // flag ("kv_memory_mb") become the flag ("--kv-mem"), and so do the names in `extra`

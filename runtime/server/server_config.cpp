@@ -61,10 +61,11 @@ struct Reader {
 
 bool read_runtime(Reader& r, const json& j, RuntimeConfig& rc) {
   const std::string at = "/runtime";
-  return r.check_keys(j, at, {"model_path", "num_threads", "kv_memory_mb", "page_size", "eviction",
+  return r.check_keys(j, at, {"model_path", "device", "num_threads", "kv_memory_mb", "page_size", "eviction",
                               "prefix_caching", "precision", "prefill_chunk", "max_step_tokens", "max_pinned_pages",
                               "max_queued_requests"}) &&
-         r.string(j, at, "model_path", rc.model_path) && r.integer(j, at, "num_threads", rc.num_threads, 0, 1024) &&
+         r.string(j, at, "model_path", rc.model_path) && r.string(j, at, "device", rc.device) &&
+         r.integer(j, at, "num_threads", rc.num_threads, 0, 1024) &&
          r.integer(j, at, "kv_memory_mb", rc.kv_memory_mb, 1, 1 << 20) &&
          r.integer(j, at, "page_size", rc.page_size, 1, 4096) && r.string(j, at, "eviction", rc.eviction) &&
          r.boolean(j, at, "prefix_caching", rc.prefix_caching) && r.string(j, at, "precision", rc.precision) &&

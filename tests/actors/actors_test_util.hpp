@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "model/chat_template.hpp"
+#include "model/engine_factory.hpp"
 #include "model/model.hpp"
 
 namespace arbor::actors::testing {
@@ -17,6 +18,13 @@ inline std::shared_ptr<const model::Model> real_model() {
     return r ? *r : nullptr;
   }();
   return m;
+}
+
+// A CPU engine on the real model (2 threads), for a SchedulerConfig.
+inline std::shared_ptr<model::Engine> cpu_engine() {
+  auto e = model::make_engine(*real_model(), {model::Device::cpu, 2, kernels::MatmulPrecision::accurate});
+  EXPECT_TRUE(e) << e.error().message;
+  return e ? std::shared_ptr<model::Engine>(std::move(*e)) : nullptr;
 }
 
 inline const model::ChatTemplate& real_chat() {

@@ -21,7 +21,7 @@ struct System {
   System() {
     SchedulerConfig c;
     c.model = real_model();
-    c.num_threads = 2;
+    c.engine = testing::cpu_engine();
     c.num_pages = 64;
     auto a = spawn_cache_actor(sys, c);
     EXPECT_TRUE(a);

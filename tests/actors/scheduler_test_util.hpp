@@ -20,7 +20,7 @@ inline constexpr std::size_t kPage = 16;
 inline SchedulerConfig config(int num_pages = 256, bool caching = true) {
   SchedulerConfig c;
   c.model = real_model();
-  c.num_threads = 2;
+  c.engine = cpu_engine();
   c.num_pages = num_pages;
   c.prefix_caching = caching;
   c.prefill_chunk = 64;  // several chunks per prompt: exercises commit-per-chunk

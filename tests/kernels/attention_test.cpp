@@ -9,11 +9,12 @@
 #include <limits>
 #include <random>
 
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/ggml_types.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernel_test_util.hpp"
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 struct Case {
@@ -194,4 +195,4 @@ TEST(PagedAttention, SinglePositionReturnsItsValue) {
 }
 
 }  // namespace
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

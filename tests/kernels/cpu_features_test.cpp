@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 TEST(CpuFeatures, BaselineIsaPresentAndOverrideWorks) {
@@ -18,4 +18,4 @@ TEST(CpuFeatures, BaselineIsaPresentAndOverrideWorks) {
 }
 
 }  // namespace
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

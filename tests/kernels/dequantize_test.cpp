@@ -9,7 +9,7 @@
 
 #include "kernels/cpu/matmul.hpp"
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 constexpr std::uint16_t kHalf = 0x3800;      // 0.5
@@ -147,4 +147,4 @@ TEST(Dequantize, WeightMatrixRow) {
 }
 
 }  // namespace
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

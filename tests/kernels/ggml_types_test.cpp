@@ -1,4 +1,5 @@
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/ggml_types.hpp"
+#include "kernels/cpu/fp16.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +8,7 @@
 #include <limits>
 #include <random>
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 TEST(GgmlTypes, BlockShapesAndRowBytes) {
@@ -72,4 +73,4 @@ TEST(GgmlTypes, Fp32ToFp16RoundTripsAndMatchesScalar) {
 }
 
 }  // namespace
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

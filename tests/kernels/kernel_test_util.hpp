@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.hpp"
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/ggml_types.hpp"
 
 namespace arbor::kernels::testing {
 
@@ -38,19 +38,19 @@ inline std::vector<std::uint8_t> random_weights(std::mt19937& rng, GgmlType type
         std::memcpy(b, &x, 4);
         break;
       }
-      case GgmlType::F16: put16(b, fp32_to_fp16(f(rng))); break;
+      case GgmlType::F16: put16(b, fp32_to_fp16_scalar(f(rng))); break;
       case GgmlType::BF16: put16(b, fp32_to_bf16(f(rng))); break;
       case GgmlType::Q4_0:
-      case GgmlType::Q8_0: put16(b, fp32_to_fp16(scale(rng))); break;
+      case GgmlType::Q8_0: put16(b, fp32_to_fp16_scalar(scale(rng))); break;
       case GgmlType::Q4_1:
-        put16(b, fp32_to_fp16(scale(rng)));
-        put16(b + 2, fp32_to_fp16(offset(rng)));
+        put16(b, fp32_to_fp16_scalar(scale(rng)));
+        put16(b + 2, fp32_to_fp16_scalar(offset(rng)));
         break;
       case GgmlType::Q4_K:
-        put16(b, fp32_to_fp16(scale(rng) * 0.1f));
-        put16(b + 2, fp32_to_fp16(scale(rng) * 0.1f));
+        put16(b, fp32_to_fp16_scalar(scale(rng) * 0.1f));
+        put16(b + 2, fp32_to_fp16_scalar(scale(rng) * 0.1f));
         break;
-      case GgmlType::Q6_K: put16(b + 208, fp32_to_fp16(scale(rng) * 0.05f)); break;
+      case GgmlType::Q6_K: put16(b + 208, fp32_to_fp16_scalar(scale(rng) * 0.05f)); break;
     }
   }
   return data;
@@ -63,13 +63,13 @@ inline constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlTyp
 // Runs the body once with AVX-512 paths forced off and, where the CPU has them, once on.
 template <typename Fn>
 void for_each_isa(Fn&& fn) {
-  set_avx512_override(0);
+  cpu::set_avx512_override(0);
   fn(false);
-  if (cpu_features().avx512_ok()) {
-    set_avx512_override(1);
+  if (cpu::cpu_features().avx512_ok()) {
+    cpu::set_avx512_override(1);
     fn(true);
   }
-  set_avx512_override(-1);
+  cpu::set_avx512_override(-1);
 }
 
 }  // namespace arbor::kernels::testing

@@ -8,10 +8,11 @@
 #include <random>
 
 #include "kernels/cpu/dequantize.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernel_test_util.hpp"
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 using testing::for_each_isa;
@@ -147,4 +148,4 @@ TEST(Matmul, ZeroActivationsGiveZero) {
 }
 
 }  // namespace
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

@@ -5,10 +5,11 @@
 #include <cmath>
 #include <random>
 
-#include "kernels/cpu/ggml_types.hpp"
+#include "kernels/ggml_types.hpp"
+#include "kernels/cpu/fp16.hpp"
 #include "kernel_test_util.hpp"
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 using testing::random_floats;
@@ -131,4 +132,4 @@ TEST(Ops, Fp16RowsMatchScalarConversion) {
 }
 
 }  // namespace
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <vector>
 
-namespace arbor::kernels {
+namespace arbor::kernels::cpu {
 namespace {
 
 TEST(ThreadPool, CoversRangeExactlyOnce) {
@@ -40,4 +40,4 @@ TEST(ThreadPool, ZeroMeansHardwareThreads) {
 }
 
 }  // namespace
-}  // namespace arbor::kernels
+}  // namespace arbor::kernels::cpu

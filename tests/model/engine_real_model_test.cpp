@@ -7,7 +7,7 @@
 
 #include "cache/page_allocator.hpp"
 #include "cache/page_pool.hpp"
-#include "model/engine.hpp"
+#include "model/cpu_engine.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/model.hpp"
 
@@ -56,7 +56,7 @@ class RealModel : public ::testing::Test {
 
   static constexpr int kPageSize = 16;
   static inline std::shared_ptr<const Model> model_;
-  std::optional<Engine> engine_;
+  std::optional<CpuEngine> engine_;
   cache::HostPageAllocator allocator_;
   std::optional<cache::PagePool> pool_;
   std::vector<std::int32_t> tokens_;

@@ -1,5 +1,5 @@
 // The paged, batched engine against a naive dense forward pass on a tiny random model.
-#include "model/engine.hpp"
+#include "model/cpu_engine.hpp"
 
 #include <gtest/gtest.h>
 
@@ -51,7 +51,7 @@ class TinyEngine : public ::testing::TestWithParam<int /*page size*/> {
   std::optional<GgufFile> file_;
   LlamaConfig config_;
   LlamaWeights weights_;
-  std::optional<Engine> engine_;
+  std::optional<CpuEngine> engine_;
   cache::HostPageAllocator allocator_;
   std::optional<cache::PagePool> pool_;
 };

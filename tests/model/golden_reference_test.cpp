@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/page_allocator.hpp"
+#include "model/cpu_engine.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/model.hpp"
 
@@ -31,7 +32,7 @@ class Golden : public ::testing::Test {
 
   // Greedy continuation of the golden prompt, and the prompt's last logits.
   std::vector<TokenId> greedy(kernels::MatmulPrecision precision, int n, std::vector<float>* first_logits) {
-    Engine engine(model_->config(), model_->weights(), 2, precision);
+    CpuEngine engine(model_->config(), model_->weights(), 2, precision);
     cache::HostPageAllocator allocator;
     cache::PagePool pool(engine.kv_geometry(16), 16, allocator);
     KvSequence seq;

@@ -7,7 +7,7 @@
 #include "cache/page_pool.hpp"
 #include "json_schema_gen.hpp"
 #include "model/chat_template.hpp"
-#include "model/engine.hpp"
+#include "model/cpu_engine.hpp"
 #include "model/json_constraint.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/model.hpp"
@@ -79,7 +79,7 @@ class ConstrainedModel : public ::testing::Test {
 
   static inline std::shared_ptr<const Model> model_;
   static inline std::shared_ptr<const ConstraintVocabulary> vocab_;
-  std::optional<Engine> engine_;
+  std::optional<CpuEngine> engine_;
   cache::HostPageAllocator allocator_;
   std::optional<cache::PagePool> pool_;
 };

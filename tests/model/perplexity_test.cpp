@@ -6,6 +6,7 @@
 #include <random>
 
 #include "cache/page_allocator.hpp"
+#include "model/cpu_engine.hpp"
 #include "tests/model/tiny_llama.hpp"
 
 namespace arbor::model {
@@ -19,7 +20,7 @@ TEST(Perplexity, ScoresSecondHalfOfEachChunkLikeLlamaCpp) {
   ASSERT_TRUE(config);
   auto weights = bind_llama_weights(*file, *config);
   ASSERT_TRUE(weights);
-  Engine engine(*config, *weights, 1);
+  CpuEngine engine(*config, *weights, 1);
   cache::HostPageAllocator allocator;
   cache::PagePool pool(engine.kv_geometry(8), 16, allocator);
 

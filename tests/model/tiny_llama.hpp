@@ -70,7 +70,7 @@ inline std::vector<float> naive_forward(const LlamaConfig& c, const LlamaWeights
   auto matvec = [](const kernels::WeightMatrix& m, const std::vector<float>& x) {
     std::vector<float> y(static_cast<std::size_t>(m.rows)), row(static_cast<std::size_t>(m.cols));
     for (std::int64_t r = 0; r < m.rows; ++r) {
-      kernels::dequantize_row(m, r, row.data());
+      kernels::cpu::dequantize_row(m, r, row.data());
       double acc = 0;
       for (std::int64_t i = 0; i < m.cols; ++i) acc += double(row[std::size_t(i)]) * x[std::size_t(i)];
       y[std::size_t(r)] = float(acc);
@@ -94,7 +94,7 @@ inline std::vector<float> naive_forward(const LlamaConfig& c, const LlamaWeights
     }
   };
   std::vector<std::vector<float>> x(static_cast<std::size_t>(n), std::vector<float>(std::size_t(H)));
-  for (int t = 0; t < n; ++t) kernels::dequantize_row(w.token_embd, tokens[std::size_t(t)], x[std::size_t(t)].data());
+  for (int t = 0; t < n; ++t) kernels::cpu::dequantize_row(w.token_embd, tokens[std::size_t(t)], x[std::size_t(t)].data());
   for (const LlamaLayerWeights& L : w.layers) {
     std::vector<std::vector<float>> q(static_cast<std::size_t>(n)), k(static_cast<std::size_t>(n)), v(static_cast<std::size_t>(n));
     for (int t = 0; t < n; ++t) {

@@ -398,4 +398,27 @@ TEST(Cli, ServeFlagsOverrideTheConfigFileOnlyWhenGiven) {
   EXPECT_NE(overridden.find(", 32 MB KV pool"), std::string::npos) << overridden;
 }
 
+// Every command that computes says on stderr which device it uses; --device names an
+// unknown device or an unavailable one with exit 2.
+TEST(Cli, DeviceIsPrintedAndAnUnavailableOneIsNamed) {
+  REQUIRE_ARBOR();
+  const Streams cpu = run_streams("generate --prompt hi --max-tokens 1 --device cpu");
+  ASSERT_EQ(cpu.status, 0) << cpu.err;
+  EXPECT_NE(cpu.err.find("arbor generate: device cpu ("), std::string::npos) << cpu.err;
+  const Streams automatic = run_streams("generate --prompt hi --max-tokens 1");
+  ASSERT_EQ(automatic.status, 0) << automatic.err;
+  EXPECT_NE(automatic.err.find("arbor generate: device "), std::string::npos) << automatic.err;
+  EXPECT_NE(automatic.err.find("auto: "), std::string::npos) << automatic.err;
+
+  const Streams bad = run_streams("generate --prompt hi --device gpu");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--device"), std::string::npos) << bad.err;
+  if (automatic.err.find("device cuda") == std::string::npos) {  // no CUDA build or no device here
+    const Streams cuda = run_streams("generate --prompt hi --device cuda");
+    EXPECT_EQ(cuda.status, 2);
+    EXPECT_NE(cuda.err.find("device 'cuda' was requested"), std::string::npos) << cuda.err;
+    EXPECT_EQ(cuda.out, "");
+  }
+}
+
 }  // namespace

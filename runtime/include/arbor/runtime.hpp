@@ -33,7 +33,10 @@ struct TenantOptions {
 
 struct RuntimeConfig {
   std::string model_path;            // GGUF file; empty = the default model under models/
-  int num_threads = 0;               // 0 = all hardware threads
+  // Where the forward pass runs: "cpu", "cuda" (a build with -DARBOR_CUDA=ON and a CUDA
+  // device; an error otherwise) or "auto" (cuda when both are there, else cpu).
+  std::string device = "auto";
+  int num_threads = 0;               // CPU engine threads; 0 = all hardware threads
   std::size_t kv_memory_mb = 256;    // KV page pool size
   int page_size = 16;                // tokens per page
   std::string eviction = "lru";      // "lru" | "lfu" | "workflow" (priority by pending readers)
@@ -212,6 +215,10 @@ class Runtime {
   std::string check_invariants() const;
   std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes = 256) const;
   const RuntimeConfig& config() const;
+  // The device the engine runs on ("cpu" or "cuda", whatever config().device asked),
+  // and a line for people saying what it is and why it was chosen.
+  std::string device() const;
+  std::string device_info() const;
   std::string model_name() const;
   std::size_t context_length() const;
 

@@ -1,5 +1,7 @@
 // The tensor element types Arbor reads from GGUF files (ggml's codes and block
-// layouts), and fp16/bf16 <-> fp32 conversion. Pure data; no SIMD here.
+// layouts), and portable fp16/bf16 <-> fp32 conversion. Pure data, shared by every
+// backend (the CPU kernels, the CUDA kernels, the GGUF reader and writer): no SIMD
+// here (kernels/cpu/fp16.hpp has the F16C conversions).
 #pragma once
 
 #include <cstddef>
@@ -22,9 +24,7 @@ const char* type_name(GgmlType type);
 // Bytes of one row of `n` values (n must be a multiple of the block size).
 std::size_t row_bytes(GgmlType type, std::int64_t n);
 
-float fp16_to_fp32(std::uint16_t h);
-std::uint16_t fp32_to_fp16(float f);  // round to nearest even
-// Portable bit-twiddling versions (the references for the F16C-based ones above).
+// Portable bit-twiddling conversions (also the references for kernels/cpu/fp16.hpp).
 float fp16_to_fp32_scalar(std::uint16_t h);
 std::uint16_t fp32_to_fp16_scalar(float f);  // round to nearest even
 std::uint16_t fp32_to_bf16(float f);         // round to nearest even

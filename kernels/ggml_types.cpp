@@ -1,6 +1,4 @@
-#include "kernels/cpu/ggml_types.hpp"
-
-#include <immintrin.h>
+#include "kernels/ggml_types.hpp"
 
 #include <cstring>
 
@@ -40,15 +38,6 @@ std::size_t row_bytes(GgmlType type, std::int64_t n) {
   const BlockShape s = block_shape(type);
   if (s.values == 0) return 0;
   return std::size_t(n / s.values) * std::size_t(s.bytes);
-}
-
-// The baseline ISA includes F16C (-mf16c), so the single-value conversions use it;
-// fp16_bits_to_fp32_scalar / fp32_to_fp16_bits_scalar below are the portable
-// references the tests compare against.
-float fp16_to_fp32(std::uint16_t h) { return _cvtsh_ss(h); }
-
-std::uint16_t fp32_to_fp16(float f) {
-  return std::uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 float fp16_to_fp32_scalar(std::uint16_t h) {

@@ -1,0 +1,71 @@
+// RuntimeConfig::device and the server config's runtime.device: what a runtime reports
+// it runs on, and the errors for a bad name or an unavailable device.
+#include <gtest/gtest.h>
+
+#include "model/device.hpp"
+#include "runtime/server/server_config.hpp"
+#include "runtime_test_util.hpp"
+
+namespace arbor::testing {
+namespace {
+
+bool cuda_available() { return model::cuda_built() && model::cuda_device_count() > 0; }
+
+TEST(RuntimeDevice, AutomaticReportsTheDeviceItChoseAndWhy) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  EXPECT_EQ(rt->config().device, "auto");
+  EXPECT_EQ(rt->device(), cuda_available() ? "cuda" : "cpu");
+  EXPECT_EQ(rt->device_info().rfind(rt->device() + " (", 0), 0u) << rt->device_info();
+  EXPECT_NE(rt->device_info().find("auto: "), std::string::npos) << rt->device_info();
+}
+
+TEST(RuntimeDevice, CpuIsCpuAndGeneratesAsBefore) {
+  RuntimeConfig c = small_config();
+  c.device = "cpu";
+  auto rt = make_runtime(c);
+  ASSERT_TRUE(rt);
+  EXPECT_EQ(rt->device(), "cpu");
+  EXPECT_EQ(rt->device_info().find("auto"), std::string::npos) << rt->device_info();
+  GenerateRequest req;
+  req.messages = {{"user", "What is the capital of France?"}};
+  req.sampling.max_tokens = 8;
+  auto out = rt->generate(req);
+  ASSERT_TRUE(out) << out.error().describe();
+  EXPECT_NE(out->text.find("Paris"), std::string::npos) << out->text;
+}
+
+TEST(RuntimeDevice, UnknownNameIsInvalid) {
+  RuntimeConfig c = small_config();
+  c.device = "gpu";
+  auto rt = Runtime::create(c);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().code, ErrorCode::invalid_argument);
+  EXPECT_NE(rt.error().message.find("'cpu', 'cuda' or 'auto' (got 'gpu')"), std::string::npos) << rt.error().message;
+}
+
+TEST(RuntimeDevice, CudaWhereUnavailableSaysWhyAndWhatToUse) {
+  if (cuda_available()) GTEST_SKIP() << "a CUDA device is present: cuda is available";
+  RuntimeConfig c = small_config();
+  c.device = "cuda";
+  auto rt = Runtime::create(c);
+  ASSERT_FALSE(rt);
+  EXPECT_EQ(rt.error().code, ErrorCode::unsupported);
+  EXPECT_NE(rt.error().message.find("device 'cuda' was requested"), std::string::npos) << rt.error().message;
+  EXPECT_NE(rt.error().message.find("use device 'cpu' or 'auto'"), std::string::npos) << rt.error().message;
+}
+
+TEST(ServerConfigDevice, RuntimeSectionTakesADeviceName) {
+  auto c = server::parse_server_config(R"({"runtime":{"device":"cpu"}})");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->runtime.device, "cpu");
+  auto defaulted = server::parse_server_config(R"({"runtime":{}})");
+  ASSERT_TRUE(defaulted) << defaulted.error().message;
+  EXPECT_EQ(defaulted->runtime.device, "auto");
+  auto bad = server::parse_server_config(R"({"runtime":{"device":1}})");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("/runtime/device"), std::string::npos) << bad.error().message;
+}
+
+}  // namespace
+}  // namespace arbor::testing
