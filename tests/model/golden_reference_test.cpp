@@ -92,7 +92,7 @@ TEST_F(Golden, LongPromptMatchesFloat64ReferenceAtEveryPageSize) {
   top[std::to_string(prompt.size() - 1)] = ref["top_logits"];
   const auto expected_greedy = ref["greedy"].get<std::vector<TokenId>>();
 
-  Engine engine(model_->config(), model_->weights(), 2, kernels::MatmulPrecision::accurate);
+  CpuEngine engine(model_->config(), model_->weights(), 2, kernels::MatmulPrecision::accurate);
   cache::HostPageAllocator allocator;
   for (int page_size : {1, 16, 64}) {
     SCOPED_TRACE("page size " + std::to_string(page_size));
