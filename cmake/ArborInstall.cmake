@@ -3,6 +3,9 @@ include(CMakePackageConfigHelpers)
 
 set(arbor_libraries arbor_common arbor_kernels arbor_cache arbor_model arbor_workflows
     arbor_actors arbor_runtime)
+if(ARBOR_CUDA)
+  list(APPEND arbor_libraries arbor_kernels_cuda)
+endif()
 install(TARGETS ${arbor_libraries} arbor EXPORT arborTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -32,7 +32,9 @@ TEST(Device, AutomaticIsCudaExactlyWhenBuiltWithCudaAndADeviceIsPresent) {
   const bool cuda = cuda_built() && cuda_device_count() > 0;
   EXPECT_EQ(*d, cuda ? Device::cuda : Device::cpu);
   EXPECT_NE(reason.find("auto: "), std::string::npos) << reason;
-  if (!cuda_built()) EXPECT_NE(reason.find("-DARBOR_CUDA=ON"), std::string::npos) << reason;
+  if (!cuda_built()) {
+    EXPECT_NE(reason.find("-DARBOR_CUDA=ON"), std::string::npos) << reason;
+  }
   auto cpu = resolve_device(Device::cpu);
   ASSERT_TRUE(cpu);
   EXPECT_EQ(*cpu, Device::cpu);

@@ -1,0 +1,45 @@
+// Causal GQA attention of a batch's query rows over paged f16 K/V on a CUDA device:
+// the device twin of kernels::cpu::paged_attention (same page layout, same masking).
+//
+// Each query row has an absolute position and reads every position <= it of its own
+// sequence, through that sequence's page table (cached prefix pages, then the pages of
+// the new tokens: prefill chunks and decode rows alike). Online softmax (running max m,
+// sum l, weighted sum u, rescaled by exp(m_old - m_new)), never a T x T matrix. For
+// long contexts the positions of a row are split into chunks processed in parallel
+// (flash-decoding); a second kernel merges the chunks' (m, l, u) states.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace arbor::kernels::cuda {
+
+struct PagedAttentionBatch {
+  const float* q = nullptr;  // [num_rows][num_q_heads * head_dim], RoPE'd (device)
+  float* out = nullptr;      // same shape (device)
+  int num_rows = 0;
+  const std::int32_t* row_pos = nullptr;    // [num_rows]: the row sees positions 0..row_pos[r]
+  const std::int32_t* row_table = nullptr;  // [num_rows]: where the row's page table starts in page_table
+  const std::int32_t* page_table = nullptr; // physical page ids, every sequence's table back to back
+  const std::uint16_t* kv_base = nullptr;   // the pool: page p at kv_base + p * elements_per_page
+  std::int64_t elements_per_page = 0;
+  std::int64_t k_offset = 0, v_offset = 0;  // this layer's K and V blocks within a page
+  int num_q_heads = 0, num_kv_heads = 0;    // q head h reads kv head h / (num_q_heads / num_kv_heads)
+  int head_dim = 0;                         // at most kMaxHeadDim
+  int page_size = 0;
+  int max_positions = 0;                    // max over rows of row_pos + 1
+  float scale = 0.f;                        // usually 1 / sqrt(head_dim)
+};
+
+inline constexpr int kMaxHeadDim = 256;
+
+// Splits of each row's positions for this batch, and the scratch the split states need.
+int attention_splits(const PagedAttentionBatch& batch);
+std::size_t attention_scratch_bytes(const PagedAttentionBatch& batch);
+
+// `scratch`: attention_scratch_bytes(batch) bytes of device memory.
+void paged_attention(const PagedAttentionBatch& batch, float* scratch, cudaStream_t stream);
+
+}  // namespace arbor::kernels::cuda

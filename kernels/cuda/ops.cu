@@ -1,0 +1,146 @@
+// Element-wise and row-wise ops (see ops.hpp). Simple one-pass kernels: a block per
+// row where a row reduction is needed, a thread per element otherwise.
+#include "kernels/cuda/ops.hpp"
+#include "kernels/cuda/quant.cuh"
+
+namespace arbor::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(std::int64_t n) { return unsigned((n + kThreads - 1) / kThreads); }
+
+// One block per row; each thread dequantizes whole 32-value blocks of the row (F32
+// rows, whose length need not be a multiple of 32, are copied element by element).
+__global__ void embed_kernel(DeviceMatrix table, const std::int32_t* __restrict__ tokens, float* __restrict__ out) {
+  const int r = blockIdx.x;
+  if (table.type == GgmlType::F32) {
+    const float* src = static_cast<const float*>(table.data) + std::int64_t(tokens[r]) * table.cols;
+    for (std::int64_t c = threadIdx.x; c < table.cols; c += blockDim.x) out[std::int64_t(r) * table.cols + c] = src[c];
+    return;
+  }
+  const std::int64_t num_blocks = table.cols / 32;
+  const std::uint8_t* row =
+      static_cast<const std::uint8_t*>(table.data) + std::int64_t(tokens[r]) * num_blocks * bytes_per_32(table.type);
+  float v[32];
+  for (std::int64_t b = threadIdx.x; b < num_blocks; b += blockDim.x) {
+    dequantize_block(table.type, row, b, v);
+    float* dst = out + std::int64_t(r) * table.cols + b * 32;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) dst[j] = v[j];
+  }
+}
+
+// Block-wide sum (blockDim.x a multiple of 32, at most 1024).
+__device__ float block_sum(float v) {
+  __shared__ float partial[32];
+  v = warp_sum(v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  const int num_warps = blockDim.x / 32;
+  v = lane < num_warps ? partial[lane] : 0.f;
+  v = warp_sum(v);  // every warp computes the total
+  __syncthreads();  // partial may be reused by the caller's next block_sum
+  return v;
+}
+
+__global__ void rmsnorm_kernel(const float* __restrict__ x, const float* __restrict__ weight, int n, float eps,
+                               float* __restrict__ out) {
+  const float* xr = x + std::int64_t(blockIdx.x) * n;
+  float* yr = out + std::int64_t(blockIdx.x) * n;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
+  const float inv = rsqrtf(block_sum(ss) / float(n) + eps);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = xr[i] * inv * weight[i];
+}
+
+// One thread per (row, head, pair). The angle is computed in double precision, as the
+// CPU's table is, then rounded to float.
+__global__ void rope_kernel(float* x, const std::int32_t* __restrict__ positions, int rows, int num_heads,
+                            int head_dim, int rot_dim, float theta) {
+  const int half = rot_dim / 2;
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t(rows) * num_heads * half) return;
+  const int pair = int(i % half);
+  const std::int64_t head = i / half;  // row * num_heads + h
+  const int r = int(head / num_heads);
+  const double angle = double(positions[r]) * pow(double(theta), -2.0 * pair / rot_dim);
+  const float c = float(cos(angle)), s = float(sin(angle));
+  float* v = x + head * head_dim + 2 * pair;
+  const float a = v[0], b = v[1];
+  v[0] = a * c - b * s;
+  v[1] = a * s + b * c;
+}
+
+__global__ void silu_mul_kernel(float* gate, const float* __restrict__ up, std::int64_t n) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float g = gate[i];
+  gate[i] = g / (1.f + expf(-g)) * up[i];
+}
+
+__global__ void add_kernel(float* x, const float* __restrict__ y, std::int64_t n) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += y[i];
+}
+
+__global__ void gather_kernel(const float* __restrict__ x, const std::int32_t* __restrict__ rows, int num_rows, int n,
+                              float* __restrict__ out) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t(num_rows) * n) return;
+  const std::int64_t r = i / n, c = i % n;
+  out[i] = x[std::int64_t(rows[r]) * n + c];
+}
+
+// One thread per (row, kv head, element).
+__global__ void store_kv_kernel(const float* __restrict__ k, const float* __restrict__ v, int rows,
+                                const std::int32_t* __restrict__ row_page, const std::int32_t* __restrict__ row_slot,
+                                KvLayerView kv) {
+  const std::int64_t kv_dim = std::int64_t(kv.num_kv_heads) * kv.head_dim;
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * kv_dim) return;
+  const int r = int(i / kv_dim);
+  const int h = int((i % kv_dim) / kv.head_dim), d = int(i % kv.head_dim);
+  const std::int64_t within = (std::int64_t(h) * kv.page_size + row_slot[r]) * kv.head_dim + d;
+  std::uint16_t* page = kv.kv_base + std::int64_t(row_page[r]) * kv.elements_per_page;
+  page[kv.k_offset + within] = __half_as_ushort(__float2half_rn(k[i]));
+  page[kv.v_offset + within] = __half_as_ushort(__float2half_rn(v[i]));
+}
+
+}  // namespace
+
+void embed(const DeviceMatrix& table, const std::int32_t* tokens, int rows, float* out, cudaStream_t stream) {
+  if (rows > 0) embed_kernel<<<unsigned(rows), 128, 0, stream>>>(table, tokens, out);
+}
+
+void rmsnorm(const float* x, const float* weight, int rows, int n, float eps, float* out, cudaStream_t stream) {
+  if (rows > 0) rmsnorm_kernel<<<unsigned(rows), kThreads, 0, stream>>>(x, weight, n, eps, out);
+}
+
+void rope(float* x, const std::int32_t* positions, int rows, int num_heads, int head_dim, int rot_dim, float theta,
+          cudaStream_t stream) {
+  const std::int64_t n = std::int64_t(rows) * num_heads * (rot_dim / 2);
+  if (n > 0) rope_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, positions, rows, num_heads, head_dim, rot_dim, theta);
+}
+
+void silu_mul(float* gate, const float* up, std::int64_t n, cudaStream_t stream) {
+  if (n > 0) silu_mul_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gate, up, n);
+}
+
+void add_inplace(float* x, const float* y, std::int64_t n, cudaStream_t stream) {
+  if (n > 0) add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+}
+
+void gather_rows(const float* x, const std::int32_t* rows, int num_rows, int n, float* out, cudaStream_t stream) {
+  const std::int64_t total = std::int64_t(num_rows) * n;
+  if (total > 0) gather_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, rows, num_rows, n, out);
+}
+
+void store_kv(const float* k, const float* v, int rows, const std::int32_t* row_page, const std::int32_t* row_slot,
+              const KvLayerView& kv, cudaStream_t stream) {
+  const std::int64_t n = std::int64_t(rows) * kv.num_kv_heads * kv.head_dim;
+  if (n > 0) store_kv_kernel<<<blocks_for(n), kThreads, 0, stream>>>(k, v, rows, row_page, row_slot, kv);
+}
+
+}  // namespace arbor::kernels::cuda

@@ -1,0 +1,269 @@
+#include "model/cuda/cuda_engine.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "cache/page_pool.hpp"
+#include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/buffer.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/matmul.hpp"
+#include "kernels/cuda/ops.hpp"
+#include "model/cuda/cuda_page_allocator.hpp"
+#include "model/cuda/cuda_weights.hpp"
+
+namespace arbor::model {
+namespace {
+
+namespace cu = kernels::cuda;
+
+Result<void> cuda_ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return {};
+  cudaGetLastError();
+  return fail(ErrorCode::internal, "CUDA engine: " + cu::error_text(what, e));
+}
+
+// A step's row metadata, built on the host and uploaded as one int32 array:
+// [tokens | positions | row_page | row_slot | row_table | logit_rows | page_table].
+struct StepPlan {
+  std::vector<std::int32_t> ints;
+  int rows = 0, logit_rows = 0, max_positions = 0;
+  std::size_t positions = 0, row_page = 0, row_slot = 0, row_table = 0, logit_row_ids = 0, page_table = 0;
+
+  void build(std::span<const SequenceStep> batch, int page_size) {
+    ints.clear();
+    rows = logit_rows = max_positions = 0;
+    std::vector<std::int32_t> pos, page, slot, table, want, flat_pages;
+    for (const SequenceStep& s : batch) {
+      const int n = int(s.tokens.size());
+      const int end = s.start_pos + n;
+      const auto first_page = std::int32_t(flat_pages.size());
+      flat_pages.insert(flat_pages.end(), s.pages.begin(), s.pages.begin() + (end + page_size - 1) / page_size);
+      for (int j = 0; j < n; ++j) {
+        const int p = s.start_pos + j;
+        ints.push_back(s.tokens[std::size_t(j)]);
+        pos.push_back(p);
+        page.push_back(s.pages[std::size_t(p / page_size)]);
+        slot.push_back(p % page_size);
+        table.push_back(first_page);
+        if (s.logits == LogitsMode::all || (s.logits == LogitsMode::last && j == n - 1)) want.push_back(rows + j);
+      }
+      rows += n;
+      max_positions = std::max(max_positions, end);
+    }
+    logit_rows = int(want.size());
+    auto append = [&](std::size_t& at, const std::vector<std::int32_t>& v) {
+      at = ints.size();
+      ints.insert(ints.end(), v.begin(), v.end());
+    };
+    append(positions, pos);
+    append(row_page, page);
+    append(row_slot, slot);
+    append(row_table, table);
+    append(logit_row_ids, want);
+    append(page_table, flat_pages);
+  }
+};
+
+class CudaEngine final : public Engine {
+ public:
+  CudaEngine(const LlamaConfig& config, int device, cu::DeviceInfo info)
+      : config_(config), device_(device), info_(std::move(info)),
+        allocator_(std::make_shared<CudaPageAllocator>(device)) {}
+  ~CudaEngine() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  Result<void> init(const LlamaWeights& weights) {
+    if (auto ok = cuda_ok(cudaSetDevice(device_), "cudaSetDevice"); !ok) return ok;
+    if (auto ok = cuda_ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); !ok)
+      return ok;
+    std::string error;
+    if (!matmul_.init(stream_, &error)) return fail(ErrorCode::internal, "CUDA engine: " + error);
+    auto uploaded = CudaWeights::upload(config_, weights);
+    if (!uploaded) return std::unexpected(uploaded.error());
+    weights_ = std::move(*uploaded);
+    return {};
+  }
+
+  const LlamaConfig& config() const override { return config_; }
+  Device device() const override { return Device::cuda; }
+  std::string describe() const override {
+    return "cuda (" + info_.name + ", device " + std::to_string(device_) + ", sm_" + std::to_string(info_.major) +
+           std::to_string(info_.minor) + ", " + std::to_string(info_.total_bytes >> 30) + " GiB; weights " +
+           std::to_string(weights_ ? weights_->device_bytes >> 20 : 0) + " MiB)";
+  }
+  std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
+
+  Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, std::vector<float>& logits) override {
+    if (auto ok = check_batch(batch, kv); !ok) return ok;
+    const cache::KvGeometry& g = kv.geometry();
+    if (allocator_->region() == nullptr ||
+        std::size_t(kv.num_pages()) * g.bytes_per_page() > allocator_->region_bytes())
+      return fail(ErrorCode::invalid_argument,
+                  "CUDA engine: the KV pool does not live in this engine's device memory; build it on the "
+                  "engine's page_allocator()");
+    if (auto ok = cuda_ok(cudaSetDevice(device_), "cudaSetDevice"); !ok) return ok;
+    plan_.build(batch, g.page_size);
+    if (auto ok = reserve(); !ok) return ok;
+    if (auto ok = cuda_ok(cudaMemcpyAsync(ints_.data(), plan_.ints.data(), plan_.ints.size() * sizeof(std::int32_t),
+                                          cudaMemcpyHostToDevice, stream_),
+                          "cudaMemcpyAsync (step metadata)");
+        !ok)
+      return ok;
+    cu::embed(weights_->token_embd, ints(0), plan_.rows, x_.as<float>(), stream_);
+    for (int l = 0; l < config_.num_layers; ++l) {
+      if (auto ok = attention_block(l, g); !ok) return ok;
+      if (auto ok = ffn_block(l); !ok) return ok;
+    }
+    return compute_logits(logits);
+  }
+
+ private:
+  const std::int32_t* ints(std::size_t at) const { return ints_.as<const std::int32_t>() + at; }
+
+  Result<void> grow(cu::DeviceBuffer& buffer, std::size_t bytes) {
+    std::string error;
+    if (!buffer.reserve(bytes, &error))
+      return fail(ErrorCode::out_of_memory, "CUDA engine: no device memory for this step's activations (" + error +
+                                                "); lower max_step_tokens or prefill_chunk");
+    return {};
+  }
+
+  cu::PagedAttentionBatch attention_batch(int layer, const cache::KvGeometry& g) const {
+    cu::PagedAttentionBatch a;
+    a.q = q_.as<const float>();
+    a.out = attn_.as<float>();
+    a.num_rows = plan_.rows;
+    a.row_pos = ints(plan_.positions);
+    a.row_table = ints(plan_.row_table);
+    a.page_table = ints(plan_.page_table);
+    a.kv_base = static_cast<const std::uint16_t*>(allocator_->region());
+    a.elements_per_page = std::int64_t(g.elements_per_page());
+    a.k_offset = std::int64_t(g.offset(layer, cache::KvKind::key, 0, 0));
+    a.v_offset = std::int64_t(g.offset(layer, cache::KvKind::value, 0, 0));
+    a.num_q_heads = config_.num_heads;
+    a.num_kv_heads = config_.num_kv_heads;
+    a.head_dim = config_.head_dim;
+    a.page_size = g.page_size;
+    a.max_positions = plan_.max_positions;
+    a.scale = 1.f / std::sqrt(float(config_.head_dim));
+    return a;
+  }
+
+  Result<void> reserve() {
+    const std::size_t r = std::size_t(plan_.rows), f = sizeof(float);
+    const std::size_t kv_dim = std::size_t(config_.num_kv_heads) * config_.head_dim;
+    const std::size_t hidden = std::size_t(config_.hidden), ffn = std::size_t(config_.ffn_dim);
+    const std::size_t logit_rows = std::size_t(std::max(plan_.logit_rows, 1));
+    cu::PagedAttentionBatch a;  // only the sizes matter for the scratch
+    a.num_rows = plan_.rows;
+    a.num_q_heads = config_.num_heads;
+    a.head_dim = config_.head_dim;
+    a.max_positions = plan_.max_positions;
+    for (auto [buffer, bytes] : {std::pair{&x_, r * hidden * f}, std::pair{&xn_, r * hidden * f},
+                                 std::pair{&q_, r * hidden * f}, std::pair{&attn_, r * hidden * f},
+                                 std::pair{&tmp_, r * hidden * f}, std::pair{&k_, r * kv_dim * f},
+                                 std::pair{&v_, r * kv_dim * f}, std::pair{&gate_, r * ffn * f},
+                                 std::pair{&up_, r * ffn * f},
+                                 std::pair{&logits_, logit_rows * std::size_t(config_.vocab_size) * f},
+                                 std::pair{&ints_, plan_.ints.size() * sizeof(std::int32_t)},
+                                 std::pair{&attention_scratch_, cu::attention_scratch_bytes(a)}})
+      if (auto ok = grow(*buffer, bytes); !ok) return ok;
+    return {};
+  }
+
+  Result<void> matmul(const cu::DeviceMatrix& w, const float* x, std::int64_t m, float* y) {
+    std::string error;
+    if (!matmul_.run(w, x, m, y, &error)) return fail(ErrorCode::internal, "CUDA engine: " + error);
+    return {};
+  }
+
+  Result<void> attention_block(int layer, const cache::KvGeometry& g) {
+    const CudaLayerWeights& w = weights_->layers[std::size_t(layer)];
+    const int rows = plan_.rows, hidden = config_.hidden;
+    cu::rmsnorm(x_.as<float>(), w.attn_norm, rows, hidden, config_.rms_eps, xn_.as<float>(), stream_);
+    for (auto [m, out] : {std::pair{&w.wq, &q_}, std::pair{&w.wk, &k_}, std::pair{&w.wv, &v_}})
+      if (auto ok = matmul(*m, xn_.as<float>(), rows, out->as<float>()); !ok) return ok;
+    const std::int32_t* positions = ints(plan_.positions);
+    cu::rope(q_.as<float>(), positions, rows, config_.num_heads, config_.head_dim, config_.rope_dim,
+             config_.rope_theta, stream_);
+    cu::rope(k_.as<float>(), positions, rows, config_.num_kv_heads, config_.head_dim, config_.rope_dim,
+             config_.rope_theta, stream_);
+    cu::KvLayerView view;
+    view.kv_base = static_cast<std::uint16_t*>(allocator_->region());
+    view.elements_per_page = std::int64_t(g.elements_per_page());
+    view.k_offset = std::int64_t(g.offset(layer, cache::KvKind::key, 0, 0));
+    view.v_offset = std::int64_t(g.offset(layer, cache::KvKind::value, 0, 0));
+    view.num_kv_heads = config_.num_kv_heads;
+    view.head_dim = config_.head_dim;
+    view.page_size = g.page_size;
+    cu::store_kv(k_.as<float>(), v_.as<float>(), rows, ints(plan_.row_page), ints(plan_.row_slot), view, stream_);
+    cu::paged_attention(attention_batch(layer, g), attention_scratch_.as<float>(), stream_);
+    if (auto ok = matmul(w.wo, attn_.as<float>(), rows, tmp_.as<float>()); !ok) return ok;
+    cu::add_inplace(x_.as<float>(), tmp_.as<float>(), std::int64_t(rows) * hidden, stream_);
+    return {};
+  }
+
+  Result<void> ffn_block(int layer) {
+    const CudaLayerWeights& w = weights_->layers[std::size_t(layer)];
+    const int rows = plan_.rows, hidden = config_.hidden;
+    cu::rmsnorm(x_.as<float>(), w.ffn_norm, rows, hidden, config_.rms_eps, xn_.as<float>(), stream_);
+    if (auto ok = matmul(w.gate, xn_.as<float>(), rows, gate_.as<float>()); !ok) return ok;
+    if (auto ok = matmul(w.up, xn_.as<float>(), rows, up_.as<float>()); !ok) return ok;
+    cu::silu_mul(gate_.as<float>(), up_.as<const float>(), std::int64_t(rows) * config_.ffn_dim, stream_);
+    if (auto ok = matmul(w.down, gate_.as<float>(), rows, tmp_.as<float>()); !ok) return ok;
+    cu::add_inplace(x_.as<float>(), tmp_.as<float>(), std::int64_t(rows) * hidden, stream_);
+    return {};
+  }
+
+  // Norm and vocabulary matmul for the rows that want logits only, then one copy back.
+  Result<void> compute_logits(std::vector<float>& logits) {
+    const int n = plan_.logit_rows, hidden = config_.hidden;
+    logits.resize(std::size_t(n) * std::size_t(config_.vocab_size));
+    if (n > 0) {
+      cu::gather_rows(x_.as<float>(), ints(plan_.logit_row_ids), n, hidden, tmp_.as<float>(), stream_);
+      cu::rmsnorm(tmp_.as<float>(), weights_->output_norm, n, hidden, config_.rms_eps, xn_.as<float>(), stream_);
+      if (auto ok = matmul(weights_->output, xn_.as<float>(), n, logits_.as<float>()); !ok) return ok;
+      if (auto ok = cuda_ok(cudaMemcpyAsync(logits.data(), logits_.data(), logits.size() * sizeof(float),
+                                            cudaMemcpyDeviceToHost, stream_),
+                            "cudaMemcpyAsync (logits)");
+          !ok)
+        return ok;
+    }
+    if (auto ok = cuda_ok(cudaStreamSynchronize(stream_), "the step's kernels"); !ok) return ok;
+    return cuda_ok(cudaGetLastError(), "the step's kernels");
+  }
+
+  LlamaConfig config_;
+  int device_;
+  cu::DeviceInfo info_;
+  std::shared_ptr<CudaPageAllocator> allocator_;
+  cudaStream_t stream_ = nullptr;
+  cu::Matmul matmul_;
+  std::unique_ptr<CudaWeights> weights_;
+  StepPlan plan_;
+  // Device activations, [rows][dim] each, and the step's metadata and attention state.
+  cu::DeviceBuffer x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_, logits_, ints_, attention_scratch_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> make_cuda_engine(const LlamaConfig& config, const LlamaWeights& weights) {
+  if (config.head_dim > cu::kMaxHeadDim || config.head_dim % 2 != 0)
+    return fail(ErrorCode::unsupported, "CUDA engine: head_dim " + std::to_string(config.head_dim) +
+                                            " is not supported (even, at most " + std::to_string(cu::kMaxHeadDim) +
+                                            "); use device 'cpu'");
+  const int device = 0;
+  cu::DeviceInfo info;
+  std::string error;
+  if (!cu::device_info(device, info, &error)) return fail(ErrorCode::unsupported, "CUDA engine: " + error);
+  auto engine = std::make_unique<CudaEngine>(config, device, std::move(info));
+  if (auto ok = engine->init(weights); !ok) return std::unexpected(ok.error());
+  return std::unique_ptr<Engine>(std::move(engine));
+}
+
+}  // namespace arbor::model

@@ -1,0 +1,24 @@
+// The CUDA engine: the forward pass of model/engine.hpp on one CUDA device. Weights are
+// uploaded once (model/cuda/cuda_weights.hpp); the KV pool lives in device memory from
+// its page_allocator() (model/cuda/cuda_page_allocator.hpp), in the host pool's page
+// layout; activations stay on the device; logits come back to the host.
+//
+// A step: upload the batch's tokens, positions and page tables; embed; per layer
+// RMSNorm, Q/K/V matmuls, RoPE, K/V scatter into the pages, paged attention, output
+// matmul + residual, RMSNorm, SwiGLU FFN + residual; final norm of the rows that want
+// logits, the vocabulary matmul, copy back. Kernels in kernels/cuda/.
+#pragma once
+
+#include <memory>
+
+#include "common/result.hpp"
+#include "model/engine.hpp"
+#include "model/llama_weights.hpp"
+
+namespace arbor::model {
+
+// Uploads the weights to device 0 and builds the engine; out_of_memory (what did not
+// fit) or internal (a CUDA error) otherwise. `config` and `weights` must outlive it.
+Result<std::unique_ptr<Engine>> make_cuda_engine(const LlamaConfig& config, const LlamaWeights& weights);
+
+}  // namespace arbor::model

@@ -1,0 +1,88 @@
+// The CUDA matmul (quantized GEMV for decode, dequantized tiles + cuBLAS for prefill,
+// SGEMM for F32) against the CPU's scalar reference, for every device type, odd row
+// counts, and activation counts on both sides of the GEMV/GEMM switch.
+#include "kernels/cuda/matmul.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "cuda_test_util.hpp"
+#include "kernels/kernel_test_util.hpp"
+#include "kernels/cpu/matmul.hpp"
+
+namespace arbor::kernels::cuda {
+namespace {
+
+using kernels::testing::random_floats;
+using kernels::testing::random_weights;
+using testing::to_device;
+using testing::to_host;
+
+// |got - want| within 1e-5 of the sum of |w| |x| over the row (what f32 summation in
+// another order can move) for every output.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& bound,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_LE(std::abs(got[i] - want[i]), 1e-5f * bound[i] + 1e-6f) << what << " at " << i;
+}
+
+TEST(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
+  ARBOR_REQUIRE_CUDA();
+  std::mt19937 rng(7);
+  Matmul mm;
+  std::string error;
+  ASSERT_TRUE(mm.init(nullptr, &error)) << error;
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F32}) {
+    for (std::int64_t cols : {32, 576, 4096}) {
+      const std::int64_t rows = 77;
+      const auto bytes = random_weights(rng, type, rows, cols);
+      const WeightMatrix host{type, bytes.data(), rows, cols};
+      auto d_w = to_device(bytes);
+      const DeviceMatrix w{type, d_w.data(), rows, cols};
+      for (std::int64_t m : {1, 3, 8, 9, 37}) {
+        const auto x = random_floats(rng, std::size_t(m * cols));
+        auto d_x = to_device(x);
+        DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
+        ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_y.as<float>(), &error)) << error;
+        std::vector<float> want(static_cast<std::size_t>(m * rows)), bound(want.size()), row(static_cast<std::size_t>(cols));
+        cpu::matmul_reference(host, x.data(), m, want.data());
+        for (std::int64_t r = 0; r < rows; ++r) {
+          cpu::dequantize_row(host, r, row.data());
+          for (std::int64_t i = 0; i < m; ++i) {
+            float b = 0;
+            for (std::int64_t c = 0; c < cols; ++c) b += std::abs(row[std::size_t(c)] * x[std::size_t(i * cols + c)]);
+            bound[std::size_t(i * rows + r)] = b;
+          }
+        }
+        expect_close(to_host<float>(d_y, want.size()), want, bound,
+                     std::string(type_name(type)) + " cols " + std::to_string(cols) + " m " + std::to_string(m));
+      }
+    }
+  }
+}
+
+// Prefill rows of a matrix too large for one scratch tile go through several tiles.
+TEST(CudaMatmul, TiledPrefillCoversEveryRow) {
+  ARBOR_REQUIRE_CUDA();
+  std::mt19937 rng(8);
+  Matmul mm;
+  std::string error;
+  ASSERT_TRUE(mm.init(nullptr, &error)) << error;
+  const std::int64_t rows = 33000, cols = 4096, m = 12;  // > 32 Mi floats of weights: two tiles
+  const auto bytes = random_weights(rng, GgmlType::Q4_0, rows, cols);
+  auto d_w = to_device(bytes);
+  const auto x = random_floats(rng, std::size_t(m * cols));
+  auto d_x = to_device(x);
+  DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
+  ASSERT_TRUE(mm.run(DeviceMatrix{GgmlType::Q4_0, d_w.data(), rows, cols}, d_x.as<float>(), m, d_y.as<float>(), &error))
+      << error;
+  std::vector<float> want(static_cast<std::size_t>(m * rows));
+  cpu::matmul_reference(WeightMatrix{GgmlType::Q4_0, bytes.data(), rows, cols}, x.data(), m, want.data());
+  const auto got = to_host<float>(d_y, want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-3f * (1.f + std::abs(want[i]))) << i;
+}
+
+}  // namespace
+}  // namespace arbor::kernels::cuda

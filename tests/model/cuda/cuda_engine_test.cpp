@@ -1,0 +1,217 @@
+// The CUDA engine against the CPU engine on the same weights: a tiny F32 model (page
+// sizes 1/4/16), a synthetic model in SmolLM2-135M's shape (Q4_1, all 30 layers) and
+// one in Llama-3-8B's shape (Q4_0, 2 of its 32 layers: GQA 32/8, head_dim 128, a
+// 128256-token vocabulary). Logits within a stated tolerance (1e-3 for F32 weights;
+// 0.02 for quantized ones, where the CPU's int8 activations alone move logits by up to
+// ~1e-3 against f32 ones on these models), greedy tokens equal for
+// the first steps (unless the CPU itself sees a near tie), prefix-from-cache equal to a
+// full prefill on the device (KV rule 14), and a clear error for a host KV pool.
+#include "model/cuda/cuda_engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "cache/page_pool.hpp"
+#include "kernels/cuda/device.hpp"
+#include "model/cpu_engine.hpp"
+#include "model/kv_sequence.hpp"
+#include "model/synthetic_model.hpp"
+#include "tests/model/tiny_llama.hpp"
+
+namespace arbor::model {
+namespace {
+
+#define ARBOR_REQUIRE_CUDA()                                                                                   \
+  do {                                                                                                         \
+    std::string why;                                                                                           \
+    if (kernels::cuda::device_count(&why) == 0)                                                                \
+      GTEST_SKIP() << "no CUDA device (" << why << "); the CUDA tests run on a GPU machine "                 \
+                   << "(scripts/device_check.sh)";                                                             \
+  } while (0)
+
+// A model held in memory: the bytes, the parsed file, config and weights.
+struct Loaded {
+  std::vector<std::byte> bytes;
+  std::optional<GgufFile> file;
+  LlamaConfig config;
+  LlamaWeights weights;
+};
+
+std::unique_ptr<Loaded> load(std::vector<std::byte> bytes) {
+  auto m = std::make_unique<Loaded>();
+  m->bytes = std::move(bytes);
+  auto file = GgufFile::parse(m->bytes);
+  EXPECT_TRUE(file) << file.error().message;
+  m->file.emplace(std::move(*file));
+  auto config = read_llama_config(*m->file);
+  EXPECT_TRUE(config) << config.error().message;
+  m->config = *config;
+  auto weights = bind_llama_weights(*m->file, m->config);
+  EXPECT_TRUE(weights) << weights.error().message;
+  m->weights = std::move(*weights);
+  return m;
+}
+
+std::unique_ptr<Loaded> synthetic(const std::string& shape_name, int layers, kernels::GgmlType type) {
+  auto shape = synthetic_shape(shape_name);
+  EXPECT_TRUE(shape);
+  shape->layers = layers;
+  auto writer = synthetic_llama(*shape, type, 42);
+  EXPECT_TRUE(writer) << writer.error().message;
+  return load(writer->serialize());
+}
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  EXPECT_EQ(a.size(), b.size());
+  float worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+std::vector<TokenId> random_tokens(int n, int vocab, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<TokenId> t(static_cast<std::size_t>(n));
+  for (auto& x : t) x = TokenId(rng() % std::uint32_t(vocab));
+  return t;
+}
+
+// One engine with its own pool (on the engine's allocator).
+struct Side {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<cache::PagePool> pool;
+  Side(std::unique_ptr<Engine> e, int page_size, int num_pages) : engine(std::move(e)) {
+    if (!engine) return;
+    pool = std::make_unique<cache::PagePool>(engine->kv_geometry(page_size), num_pages, *engine->page_allocator());
+    EXPECT_EQ(pool->storage_error(), nullptr);
+  }
+};
+
+std::unique_ptr<Engine> cuda_engine(const Loaded& m) {
+  auto e = make_cuda_engine(m.config, m.weights);
+  EXPECT_TRUE(e) << e.error().message;
+  return e ? std::move(*e) : nullptr;
+}
+
+// Prefill in chunks, then greedy decode of two sequences batched, on both backends.
+// Logits within `tol` everywhere; greedy tokens equal while the CPU's top two differ by
+// more than 2 * tol (a closer call may go either way).
+void compare_backends(const Loaded& m, int page_size, int prompt, int chunk, int steps, float tol) {
+  Side cpu(std::make_unique<CpuEngine>(m.config, m.weights, 4), page_size, 512);
+  Side gpu(cuda_engine(m), page_size, 512);
+  ASSERT_TRUE(gpu.engine);
+  const auto tokens = random_tokens(prompt, m.config.vocab_size, 5);
+  KvSequence cs[2], gs[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<TokenId> p(tokens.begin(), tokens.end() - i);  // two lengths: other page offsets
+    auto a = prefill(*cpu.engine, *cpu.pool, cs[i], p, chunk, LogitsMode::all);
+    auto b = prefill(*gpu.engine, *gpu.pool, gs[i], p, chunk, LogitsMode::all);
+    ASSERT_TRUE(a && b) << (a ? b.error().message : a.error().message);
+    EXPECT_LE(max_abs_diff(*a, *b), tol) << "prefill of sequence " << i;
+  }
+  const int vocab = m.config.vocab_size;
+  std::vector<TokenId> next = {1, 2};
+  bool same_path = true;
+  for (int s = 0; s < steps && same_path; ++s) {
+    KvSequence* cp[] = {&cs[0], &cs[1]};
+    KvSequence* gp[] = {&gs[0], &gs[1]};
+    auto a = decode_step(*cpu.engine, *cpu.pool, cp, next);
+    auto b = decode_step(*gpu.engine, *gpu.pool, gp, next);
+    ASSERT_TRUE(a && b) << (a ? b.error().message : a.error().message);
+    EXPECT_LE(max_abs_diff(*a, *b), tol) << "decode step " << s;
+    for (int i = 0; i < 2; ++i) {
+      std::span<const float> ca(a->data() + std::size_t(i) * vocab, std::size_t(vocab));
+      std::span<const float> gb(b->data() + std::size_t(i) * vocab, std::size_t(vocab));
+      const auto ta = TokenId(std::max_element(ca.begin(), ca.end()) - ca.begin());
+      const auto tb = TokenId(std::max_element(gb.begin(), gb.end()) - gb.begin());
+      if (ta != tb) {
+        EXPECT_LT(ca[std::size_t(ta)] - ca[std::size_t(tb)], 2 * tol) << "step " << s << ": greedy tokens differ";
+        same_path = false;
+      }
+      next[std::size_t(i)] = ta;
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    release(cs[i], *cpu.pool);
+    release(gs[i], *gpu.pool);
+  }
+  EXPECT_EQ(gpu.pool->num_used(), 0);
+}
+
+TEST(CudaEngine, TinyF32ModelMatchesCpuAtEveryPageSize) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
+  for (int page_size : {1, 4, 16}) {
+    SCOPED_TRACE("page size " + std::to_string(page_size));
+    compare_backends(*m, page_size, 45, 13, 6, 1e-3f);
+  }
+}
+
+TEST(CudaEngine, SmolLM2ShapeQ4_1MatchesCpu) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("smollm2-135m", 30, kernels::GgmlType::Q4_1);
+  compare_backends(*m, 16, 70, 32, 8, 0.02f);
+}
+
+TEST(CudaEngine, Llama3_8BShapeQ4_0MatchesCpu) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("llama3-8b", 2, kernels::GgmlType::Q4_0);
+  compare_backends(*m, 16, 40, 40, 4, 0.02f);
+}
+
+TEST(CudaEngine, Q8_0ShapeMatchesCpu) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("smollm2-135m", 4, kernels::GgmlType::Q8_0);
+  compare_backends(*m, 16, 33, 9, 4, 0.02f);
+}
+
+// KV rule 14 on the device: a reader that takes the owner's full pages and computes only
+// the rest gets the logits of one full prefill.
+TEST(CudaEngine, PrefixFromCachePlusSuffixEqualsFullPrefill) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("smollm2-135m", 6, kernels::GgmlType::Q4_1);
+  Side gpu(cuda_engine(*m), 16, 64);
+  ASSERT_TRUE(gpu.engine);
+  const auto tokens = random_tokens(57, m->config.vocab_size, 9);
+  KvSequence full;
+  auto reference = prefill(*gpu.engine, *gpu.pool, full, tokens, 512, LogitsMode::all);
+  ASSERT_TRUE(reference) << reference.error().message;
+  const int vocab = m->config.vocab_size;
+  for (int shared_pages : {1, 3}) {
+    const int reused = shared_pages * 16;
+    KvSequence reader;
+    reader.pages.assign(full.pages.begin(), full.pages.begin() + shared_pages);
+    reader.tokens.assign(tokens.begin(), tokens.begin() + reused);
+    for (auto p : reader.pages) gpu.pool->ref(p);
+    std::span<const TokenId> rest(tokens.begin() + reused, tokens.end());
+    auto logits = prefill(*gpu.engine, *gpu.pool, reader, rest, 512, LogitsMode::all);
+    ASSERT_TRUE(logits) << logits.error().message;
+    std::span<const float> expected(reference->begin() + std::ptrdiff_t(std::size_t(reused) * vocab), reference->end());
+    EXPECT_LE(max_abs_diff(*logits, expected), 1e-3f) << shared_pages << " shared pages";
+    for (int i = 0; i < shared_pages; ++i) gpu.pool->unref(reader.pages[std::size_t(i)]);
+    reader.pages.erase(reader.pages.begin(), reader.pages.begin() + shared_pages);
+    release(reader, *gpu.pool);
+  }
+  release(full, *gpu.pool);
+  EXPECT_EQ(gpu.pool->num_used(), 0);
+}
+
+TEST(CudaEngine, AHostPoolIsRefusedWithWhatToDo) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
+  auto engine = cuda_engine(*m);
+  ASSERT_TRUE(engine);
+  cache::HostPageAllocator host;
+  cache::PagePool pool(engine->kv_geometry(16), 8, host);
+  KvSequence seq;
+  const std::vector<TokenId> tokens = {1, 2, 3};
+  auto r = prefill(*engine, pool, seq, tokens, 8);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::invalid_argument);
+  EXPECT_NE(r.error().message.find("page_allocator()"), std::string::npos) << r.error().message;
+  release(seq, pool);
+}
+
+}  // namespace
+}  // namespace arbor::model
