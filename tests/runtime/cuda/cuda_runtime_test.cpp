@@ -4,6 +4,8 @@
 // outputs without it, and every case ends with no page locked or leaked (cancel too).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "kernels/cuda/device.hpp"
@@ -21,17 +23,25 @@ namespace {
                    << "(scripts/device_check.sh)";                                                             \
   } while (0)
 
-// A 6-layer SmolLM2-shaped Q4_1 model, written once into the build directory.
-const std::string& synthetic_model_path() {
-  static const std::string path = [] {
-    const std::string p = std::string(ARBOR_BINARY_DIR) + "/cuda_runtime_test_model.gguf";
+// A 6-layer SmolLM2-shaped Q4_1 model, written once into the temporary directory (the
+// GPU machine runs binaries built elsewhere: ARBOR_BINARY_DIR need not exist there) and
+// removed at exit.
+struct TempModel {
+  std::string path;
+  TempModel() {
+    path = (std::filesystem::temp_directory_path() / ("arbor_cuda_runtime_test_" + std::to_string(getpid()) + ".gguf"))
+               .string();
     auto shape = model::synthetic_shape("smollm2-135m");
     shape->layers = 6;
     auto writer = model::synthetic_llama(*shape, kernels::GgmlType::Q4_1, 3);
-    EXPECT_TRUE(writer && writer->write_file(p));
-    return p;
-  }();
-  return path;
+    EXPECT_TRUE(writer && writer->write_file(path));
+  }
+  ~TempModel() { std::filesystem::remove(path); }
+};
+
+const std::string& synthetic_model_path() {
+  static const TempModel model;
+  return model.path;
 }
 
 std::unique_ptr<Runtime> cuda_runtime(bool caching) {
