@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, fetch the default model, build with
 # -j2, run the lower layers' tests under AddressSanitizer + UBSan, the fuzz targets for a
-# bounded time (scripts/fuzz.sh), then every test with ctest. Exits non-zero if anything
-# fails. ARBOR_SKIP_SANITIZE=1 skips the sanitizer stage, ARBOR_SKIP_FUZZ=1 the fuzz stage
-# (ARBOR_FUZZ_SECONDS per target, default 40).
+# bounded time (scripts/fuzz.sh), compile the CUDA backend (-DARBOR_CUDA=ON, when nvcc is
+# installed), then every test with ctest. Exits non-zero if anything fails.
+# ARBOR_SKIP_SANITIZE=1 skips the sanitizer stage, ARBOR_SKIP_FUZZ=1 the fuzz stage
+# (ARBOR_FUZZ_SECONDS per target, default 40), ARBOR_SKIP_CUDA=1 the CUDA compile stage.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${ARBOR_BUILD_DIR:-$root/build}"
@@ -31,6 +32,16 @@ fi
 if [ "${ARBOR_SKIP_FUZZ:-1}" != 1 ]; then
   echo "[arbor] fuzz stage: libFuzzer targets (fuzz/), ${ARBOR_FUZZ_SECONDS:-40}s each"
   "$root/scripts/fuzz.sh"
+fi
+
+if [ "${ARBOR_SKIP_CUDA:-0}" != 1 ] && command -v nvcc >/dev/null; then
+  # Without a GPU nothing CUDA runs here: this keeps every CUDA source (kernels, engine,
+  # their tests) compiling; scripts/device_check.sh builds and runs them on a GPU machine.
+  echo "[arbor] CUDA compile stage: every CUDA source with -DARBOR_CUDA=ON (compile only)"
+  cuda_build="$root/build-cuda"
+  [ -f "$cuda_build/CMakeCache.txt" ] || cmake -S "$root" -B "$cuda_build" -DARBOR_CUDA=ON \
+    -DCMAKE_BUILD_TYPE=Release -DARBOR_BENCH=OFF >/dev/null
+  cmake --build "$cuda_build" -j "${ARBOR_JOBS:-2}" --target arbor_cuda_compile_check >/dev/null
 fi
 
 cd "$build"
