@@ -57,7 +57,7 @@ Result<std::string> render(AgentActor* self, const workflows::Template& tmpl) {
 // Ends the current attempt's activity: request, children, pin.
 void cleanup_attempt(AgentActor* self) {
   auto& s = self->state;
-  if (s.inflight != 0) self->send(s.env->cache, CancelRequest{s.inflight});
+  if (s.inflight != 0) self->send(s.run, CancelRequest{s.inflight});  // requests go through the run
   s.inflight = 0;
   for (auto& child : s.children) self->send_exit(child, caf::exit_reason::user_shutdown);
   s.children.clear();
@@ -106,7 +106,8 @@ SamplingParams sampling_of(const workflows::GenerationSettings& g) {
   return p;
 }
 
-// Sends `prompt` to the cache actor; `then` runs with a successful result of this attempt.
+// Sends `prompt` to the cache actor through the run actor (which applies backpressure);
+// `then` runs with a successful result of this attempt.
 void send_request(AgentActor* self, std::vector<std::int32_t> prompt, SamplingParams sampling,
                   std::function<void(AgentActor*, SeqResult&)> then) {
   auto& s = self->state;
@@ -120,7 +121,7 @@ void send_request(AgentActor* self, std::vector<std::int32_t> prompt, SamplingPa
   if (s.env->stream_tokens && req.sampling.max_tokens > 0) req.listener = s.run;
   s.inflight = req.request_id;
   const int attempt = s.attempt;
-  self->request(s.env->cache, caf::infinite, std::move(req))
+  self->request(s.run, caf::infinite, std::move(req))
       .then(
           [self, attempt, then](SeqResult& r) {
             auto& st = self->state;

@@ -7,9 +7,11 @@
 //   agent/runtime -> cache actor: SeqRequest (reply SeqResult), CancelRequest,
 //       CancelRun, PinRequest (reply PinReply), UnpinRequest, PriorityRequest
 //       (reply PinReply), TreeRequest (reply TreeReply), (get_atom, stats_atom)
-//       (reply CacheSnapshot)
+//       (reply CacheSnapshot); an agent's SeqRequest and CancelRequest go through its
+//       run actor, which forwards them (backpressure, run_actor.hpp)
 //   cache actor -> a request's listener: TokenEvent (streaming)
-//   agent -> run actor: AgentStarted, AgentReport, DepsRequest (reply DepsReply)
+//   agent -> run actor: AgentStarted, AgentReport, DepsRequest (reply DepsReply),
+//       SeqRequest (reply SeqResult), CancelRequest
 //   agent -> parent agent: AgentReport
 #pragma once
 

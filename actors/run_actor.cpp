@@ -1,6 +1,7 @@
 #include "actors/run_actor.hpp"
 
 #include <chrono>
+#include <deque>
 #include <set>
 
 #include "actors/agent.hpp"
@@ -15,6 +16,16 @@ struct Waiter {
   caf::response_promise promise;
 };
 
+// The run's sequence requests on their way to the cache actor (see backpressure above).
+struct Outbox {
+  struct Waiting {
+    SeqRequest request;
+    caf::response_promise promise;
+  };
+  std::deque<Waiting> waiting;
+  std::size_t at_cache = 0;  // sent, not yet answered
+};
+
 struct RunState {
   std::shared_ptr<const RunEnv> env;
   std::shared_ptr<RunSink> sink;
@@ -25,6 +36,7 @@ struct RunState {
   std::size_t roots_done = 0;
   std::map<std::string, AgentReport> reports;
   std::vector<Waiter> waiters;
+  Outbox outbox;
   bool finalizing = false;
   std::string first_error;
 };
@@ -59,6 +71,62 @@ void answer_waiters(RunActor* self) {
   });
 }
 
+SeqResult cancelled_result(std::uint64_t request_id) {
+  SeqResult r;
+  r.request_id = request_id;
+  r.finish_reason = "cancelled";
+  return r;
+}
+
+// Sends waiting requests while the run has room at the cache actor.
+void dispatch(RunActor* self) {
+  auto& s = self->state;
+  auto& out = s.outbox;
+  while (!s.finalizing && !out.waiting.empty() && out.at_cache < s.env->max_requests_at_cache) {
+    Outbox::Waiting w = std::move(out.waiting.front());
+    out.waiting.pop_front();
+    ++out.at_cache;
+    auto answered = [self] {
+      --self->state.outbox.at_cache;
+      dispatch(self);
+    };
+    self->request(s.env->cache, caf::infinite, std::move(w.request))
+        .then(
+            [rp = w.promise, answered](SeqResult& r) mutable {
+              rp.deliver(std::move(r));
+              answered();
+            },
+            [rp = w.promise, answered](caf::error& e) mutable {
+              rp.deliver(std::move(e));
+              answered();
+            });
+  }
+}
+
+caf::result<SeqResult> on_request(RunActor* self, SeqRequest& req) {
+  auto& s = self->state;
+  if (s.finalizing) {
+    SeqResult r = cancelled_result(req.request_id);
+    r.ok = false;
+    r.error_code = std::int32_t(ErrorCode::cancelled);
+    r.error = "run '" + s.env->run_id + "' is over; request refused";
+    return r;
+  }
+  auto rp = self->make_response_promise<SeqResult>();
+  s.outbox.waiting.push_back(Outbox::Waiting{std::move(req), rp});
+  dispatch(self);
+  return rp;
+}
+
+void on_cancel(RunActor* self, const CancelRequest& c) {
+  auto& waiting = self->state.outbox.waiting;
+  auto it = std::find_if(waiting.begin(), waiting.end(),
+                         [&](const Outbox::Waiting& w) { return w.request.request_id == c.request_id; });
+  if (it == waiting.end()) return self->send(self->state.env->cache, c);  // already at the cache actor
+  it->promise.deliver(cancelled_result(c.request_id));
+  waiting.erase(it);
+}
+
 void finalize(RunActor* self, const std::string& status, const std::string& error) {
   auto& s = self->state;
   if (s.finalizing) return;
@@ -66,6 +134,8 @@ void finalize(RunActor* self, const std::string& status, const std::string& erro
   for (auto& root : s.roots) self->send_exit(root, caf::exit_reason::user_shutdown);
   for (auto& w : s.waiters) w.promise.deliver(DepsReply{false, "the run ended (" + status + ")", {}, {}});
   s.waiters.clear();
+  for (auto& w : s.outbox.waiting) w.promise.deliver(cancelled_result(w.request.request_id));
+  s.outbox.waiting.clear();
   self->send(s.env->cache, CancelRun{s.env->run_id});
   const double wall = std::chrono::duration<double, std::milli>(Clock::now() - s.start).count();
   auto done = [self, status, error, wall](const CacheSnapshot& snap) {
@@ -131,6 +201,8 @@ caf::behavior run_actor(RunActor* self, std::shared_ptr<RunEnv> env, std::shared
         self->state.sink->on_event(RunEvent{RunEvent::Kind::token, t.tag, t.text, "", nullptr});
       },
       [self](AgentReport& r) { on_report(self, r); },
+      [self](SeqRequest& req) { return on_request(self, req); },
+      [self](CancelRequest& c) { on_cancel(self, c); },
       [self](DepsRequest& d) -> caf::result<DepsReply> {
         auto& st = self->state;
         if (auto r = resolve(st, d.ids)) return *r;

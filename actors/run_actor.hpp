@@ -4,7 +4,15 @@
 // failed, or cancel) it stops what is left, sends CancelRun to the cache actor (so no
 // request or pin of the run survives it), takes a cache snapshot, tells the sink, and
 // quits. Messages: (start_atom) once, (cancel_atom), AgentStarted, AgentReport,
-// TokenEvent, DepsRequest -> DepsReply.
+// TokenEvent, DepsRequest -> DepsReply, and its agents' SeqRequest -> SeqResult and
+// CancelRequest.
+//
+// Backpressure: agents send their sequence requests to the run actor, never to the cache
+// actor directly. At most env->max_requests_at_cache of them are at the cache actor at
+// once; the rest wait here in arrival order and go as earlier ones finish. So a run of
+// any size the validator allows never overflows the scheduler's queues, and it takes
+// turns with other tenants there instead of crowding them out. A CancelRequest for a
+// request still waiting here answers it "cancelled" at once; otherwise it is forwarded.
 #pragma once
 
 #include <caf/all.hpp>

@@ -35,6 +35,9 @@ struct RunEnv {
   // A parent with a shared prefix and children but no turn of its own prefills (and
   // pins) that prefix before spawning them, so every child matches it from the cache.
   bool warm_prefixes = true;
+  // Backpressure: at most this many of the run's requests are at the cache actor at once
+  // (queued or live); the others wait in the run actor, in arrival order.
+  std::size_t max_requests_at_cache = 256;
   FaultInjection faults;
 };
 

@@ -104,10 +104,16 @@ std::optional<Error> Scheduler::never_fits(const SeqRequest& r) {
                  "request needs " + std::to_string(pages) + " KV pages but tenant '" + r.tenant +
                      "' has a quota of " + std::to_string(ts->quota_pages) +
                      " pages; raise its quota_pages or lower max_tokens"};
-  if (queue_.size() >= config_.max_queued_requests)
-    return Error{ErrorCode::out_of_memory, "admission queue is full (" +
-                                               std::to_string(config_.max_queued_requests) +
-                                               " requests); retry later or raise max_queued_requests"};
+  if (r.run_id.empty()) {  // a run's requests are bounded by its run actor instead
+    std::size_t queued = 0;
+    if (const auto* lane = queue_.lane(r.tenant))
+      queued = std::size_t(std::count_if(lane->items.begin(), lane->items.end(),
+                                         [](const Pending& p) { return p.request.run_id.empty(); }));
+    if (queued >= config_.max_queued_requests)
+      return Error{ErrorCode::out_of_memory, "the admission queue of tenant '" + r.tenant + "' is full (" +
+                                                 std::to_string(queued) +
+                                                 " requests waiting); retry later or raise max_queued_requests"};
+  }
   return std::nullopt;
 }
 
@@ -116,7 +122,8 @@ void Scheduler::submit(SeqRequest request, std::uint64_t owner, TokenFn on_token
     done(error_result(request.request_id, *e));
     return;
   }
-  queue_.push_back(Pending{std::move(request), owner, std::move(on_token), std::move(done), Clock::now()});
+  const std::string tenant = request.tenant;
+  queue_.push(tenant, Pending{std::move(request), owner, std::move(on_token), std::move(done), Clock::now()});
 }
 
 bool Scheduler::waits_for_leader(const SeqRequest& r, cache::TenantId tenant) const {
@@ -157,8 +164,11 @@ Scheduler::Admit Scheduler::try_admit(Pending& p) {
     cached = *m;
   }
   if (auto ok = cache_->reserve(*seq, needed_tokens(r)); !ok) {
+    const std::size_t new_pages =
+        std::size_t(cache_->geometry().pages_for(int(needed_tokens(r)))) - cached / std::size_t(config_.page_size);
+    const bool quota = over_own_quota(*tenant, new_pages);
     cache_->close(*seq);
-    if (ok.error().code == ErrorCode::out_of_memory) return Admit::no_memory;
+    if (ok.error().code == ErrorCode::out_of_memory) return quota ? Admit::over_quota : Admit::no_memory;
     fail_pending(p, ok.error());
     return Admit::failed;
   }
@@ -188,31 +198,60 @@ Scheduler::Admit Scheduler::try_admit(Pending& p) {
   return Admit::admitted;
 }
 
+// Mirrors PrefixCache::make_room: the tenant's own quota, not the pool, refuses new_pages.
+bool Scheduler::over_own_quota(cache::TenantId tenant, std::size_t new_pages) const {
+  auto ts = cache_->tenant_stats(tenant);
+  if (!ts || ts->quota_pages == 0 || ts->used_pages + new_pages <= ts->quota_pages) return false;
+  return ts->used_pages + new_pages - ts->quota_pages > ts->evictable_pages;
+}
+
+// One tenant's turn: its oldest request that can go now (a request waiting for a
+// leader's pages lets the next one go). Within a tenant, memory keeps FIFO order.
+Scheduler::Admit Scheduler::admit_from(FairQueue<Pending>::Lane& lane) {
+  for (auto it = lane.items.begin(); it != lane.items.end(); ++it) {
+    const Admit a = try_admit(*it);
+    if (a == Admit::waiting) continue;
+    if (a == Admit::admitted || a == Admit::failed) lane.items.erase(it);
+    return a;
+  }
+  return Admit::waiting;
+}
+
+// Rounds of the ring (the fair admission rule in scheduler.hpp) until nothing more can go.
+void Scheduler::admit_rounds() {
+  bool progress = true;
+  while (progress && !queue_.empty()) {
+    progress = false;
+    for (std::size_t turns = queue_.lanes().size(); turns > 0; --turns) {
+      if (live_.size() >= std::size_t(config_.max_step_tokens)) return queue_.drop_empty();
+      const Admit a = admit_from(queue_.lanes().front());
+      if (a == Admit::no_memory) return queue_.drop_empty();  // this tenant stays first
+      progress = progress || a == Admit::admitted || a == Admit::failed;
+      queue_.rotate();
+    }
+    queue_.drop_empty();
+  }
+}
+
 void Scheduler::admit() {
   for (;;) {
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      if (live_.size() >= std::size_t(config_.max_step_tokens)) break;
-      const Admit a = try_admit(*it);
-      if (a == Admit::waiting) {
-        ++it;
-        continue;
-      }
-      if (a == Admit::no_memory) break;  // FIFO: later requests wait behind it
-      it = queue_.erase(it);
-    }
+    admit_rounds();
     remove_finished();
     if (!live_.empty() || queue_.empty()) return;
-    // Nothing runs, so nothing will free pages: the head can never be admitted.
+    // Nothing runs, so nothing will free pages: the front tenant's oldest request (the
+    // one admission stopped at) can never be admitted.
+    auto& lane = queue_.lanes().front();
     const auto stats = cache_->stats();
-    fail_pending(queue_.front(),
+    fail_pending(lane.items.front(),
                  Error{ErrorCode::out_of_memory,
-                       "request needs " + std::to_string(needed_tokens(queue_.front().request)) +
+                       "request needs " + std::to_string(needed_tokens(lane.items.front().request)) +
                            " tokens of KV but even with nothing running only " +
                            std::to_string(stats.pool.free_pages + stats.pool.idle_pages) + " of " +
                            std::to_string(stats.pool.total_pages) + " pages can be freed (" +
                            std::to_string(stats.pinned_pages) +
                            " pinned); raise kv_memory_mb or the tenant quota"});
-    queue_.pop_front();
+    lane.items.pop_front();
+    queue_.drop_empty();
   }
 }
 
@@ -352,16 +391,19 @@ void Scheduler::remove_finished() {
 }
 
 void Scheduler::cancel(std::uint64_t request_id) {
-  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-    if (it->request.request_id != request_id) continue;
-    SeqResult r;
-    r.request_id = request_id;
-    r.prompt_tokens = it->request.prompt.size();
-    r.finish_reason = "cancelled";
-    auto done = std::move(it->done);
-    queue_.erase(it);
-    if (done) done(std::move(r));
-    return;
+  for (auto& lane : queue_.lanes()) {
+    for (auto it = lane.items.begin(); it != lane.items.end(); ++it) {
+      if (it->request.request_id != request_id) continue;
+      SeqResult r;
+      r.request_id = request_id;
+      r.prompt_tokens = it->request.prompt.size();
+      r.finish_reason = "cancelled";
+      auto done = std::move(it->done);
+      lane.items.erase(it);
+      queue_.drop_empty();
+      if (done) done(std::move(r));
+      return;
+    }
   }
   for (auto& l : live_)
     if (l->p.request.request_id == request_id) finish(*l, "cancelled");
@@ -370,8 +412,9 @@ void Scheduler::cancel(std::uint64_t request_id) {
 
 void Scheduler::cancel_owner(std::uint64_t owner) {
   std::vector<std::uint64_t> ids;
-  for (const auto& p : queue_)
-    if (p.owner == owner) ids.push_back(p.request.request_id);
+  for (const auto& lane : queue_.lanes())
+    for (const auto& p : lane.items)
+      if (p.owner == owner) ids.push_back(p.request.request_id);
   for (const auto& l : live_)
     if (l->p.owner == owner) ids.push_back(l->p.request.request_id);
   for (auto id : ids) cancel(id);
@@ -381,8 +424,9 @@ void Scheduler::cancel_run(const std::string& run_id) {
   if (run_id.empty()) return;
   closed_runs_.insert(run_id);
   std::vector<std::uint64_t> ids;
-  for (const auto& p : queue_)
-    if (p.request.run_id == run_id) ids.push_back(p.request.request_id);
+  for (const auto& lane : queue_.lanes())
+    for (const auto& p : lane.items)
+      if (p.request.run_id == run_id) ids.push_back(p.request.request_id);
   for (const auto& l : live_)
     if (l->p.request.run_id == run_id) ids.push_back(l->p.request.request_id);
   for (auto id : ids) cancel(id);

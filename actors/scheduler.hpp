@@ -3,18 +3,28 @@
 // thread-safe, no locks: concurrency comes from batching).
 //
 // Continuous batching. Each step():
-//   1. admits queued requests in FIFO order: open a sequence, match the longest cached
-//      page-aligned prefix (at most prompt_len - 1 tokens, so the last prompt token is
-//      always computed and yields logits), reserve pages for prompt + max_tokens - 1
-//      positions (the cache evicts unlocked leaves as needed).
+//   1. admits queued requests, fairly across tenants (below): open a sequence, match
+//      the longest cached page-aligned prefix (at most prompt_len - 1 tokens, so the
+//      last prompt token is always computed and yields logits), reserve pages for
+//      prompt + max_tokens - 1 positions (the cache evicts unlocked leaves as needed).
+//      - Fair admission: each tenant has its own FIFO queue; the tenants with queued
+//        requests form a ring (a tenant joins at the back with its first queued
+//        request). Admission serves the tenant at the front of the ring: its oldest
+//        request that can go now is admitted and the tenant moves to the back. So
+//        tenants take turns, one request each (round-robin), however many requests
+//        one of them has queued: a flood delays others by at most one admission per
+//        flooding tenant.
 //      - Fan-out dedupe: a request whose prompt shares full pages with the part of a
 //        same-tenant sequence that is still being prefilled (not yet committed) stays
 //        queued until that leader has committed those pages, then matches them: a
 //        shared prefix is prefilled once, not once per sibling. It does not block
-//        the requests behind it.
-//      - Memory: if reserve fails the request stays queued (and admission stops, to
-//        keep FIFO order) until finishing sequences free pages. If nothing is running
-//        and the head still cannot be reserved, it fails (never a deadlock).
+//        the requests behind it (nor its tenant's turn, which goes to a later request).
+//      - Memory: if reserve fails for want of pool pages the request stays queued,
+//        admission stops for this step and its tenant keeps the front of the ring, so
+//        it is served first once finishing sequences free pages (a large request is
+//        never starved by smaller ones). A tenant stopped by its own quota_pages only
+//        loses its turn. If nothing is running and a request still cannot be reserved,
+//        it fails (never a deadlock).
 //   2. runs ONE Engine::forward over one decode row per decoding sequence plus
 //      prefill chunks (<= prefill_chunk tokens each) of admitted sequences, within
 //      max_step_tokens;
@@ -23,6 +33,10 @@
 //      closes finished sequences (locks released; cached pages stay).
 // Requests that can never fit (prompt + max_tokens beyond the model context, the
 // whole pool, or the tenant quota) fail at submit with a clear error.
+// Queue bound: max_queued_requests per tenant for requests outside a workflow run;
+// beyond it a request fails at submit (out_of_memory: "queue ... full"). Requests of a
+// run (run_id set) are not counted: their run actor bounds them instead (at most its
+// window at the scheduler at once, the rest wait in the run; see run_actor.hpp).
 // With prefix_caching off nothing is matched or committed (the baseline).
 //
 // Callbacks run synchronously inside submit/step/cancel; each request's `done` is
@@ -40,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/fair_queue.hpp"
 #include "actors/messages.hpp"
 #include "cache/page_allocator.hpp"
 #include "cache/prefix_cache.hpp"
@@ -65,7 +80,7 @@ struct SchedulerConfig {
   int prefill_chunk = 256;
   int max_step_tokens = 1024;
   int max_pinned_pages = 0;  // 0 = half the pool
-  std::size_t max_queued_requests = 256;
+  std::size_t max_queued_requests = 256;  // per tenant, requests outside runs (see above)
   std::map<std::string, cache::TenantConfig> tenants;
 };
 
@@ -138,8 +153,12 @@ class Scheduler {
   Result<cache::TenantId> tenant_id(const std::string& name);
   std::optional<Error> never_fits(const SeqRequest& request);
   bool waits_for_leader(const SeqRequest& request, cache::TenantId tenant) const;
-  enum class Admit { admitted, waiting, no_memory, failed };
+  // no_memory: the pool is out of pages; over_quota: the tenant is at its quota_pages.
+  enum class Admit { admitted, waiting, no_memory, over_quota, failed };
   Admit try_admit(Pending& pending);
+  Admit admit_from(FairQueue<Pending>::Lane& lane);
+  bool over_own_quota(cache::TenantId tenant, std::size_t new_pages) const;
+  void admit_rounds();
   void admit();
   void run_batch();
   void on_token(Live& live, std::int32_t token);
@@ -151,7 +170,7 @@ class Scheduler {
 
   SchedulerConfig config_;  // holds the engine and the allocator: outlives cache_
   std::unique_ptr<cache::PrefixCache> cache_;
-  std::deque<Pending> queue_;
+  FairQueue<Pending> queue_;
   std::vector<std::unique_ptr<Live>> live_;  // admission order
   std::vector<float> logits_;
   std::map<std::uint64_t, PinEntry> pins_;

@@ -195,6 +195,7 @@ Result<RunHandle> Runtime::start(const std::string& workflow, const std::map<std
   if (env->tenant.empty()) env->tenant = "default";
   env->stream_tokens = bool(on_event);
   env->warm_prefixes = impl_->config.prefix_caching;  // warming without caching is pure waste
+  env->max_requests_at_cache = impl_->config.max_queued_requests;
   env->faults.fail_attempts = impl_->config.fault_fail_attempts;
   env->faults.hang_attempts = impl_->config.fault_hang_attempts;
 

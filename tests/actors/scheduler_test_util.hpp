@@ -43,6 +43,7 @@ inline std::string shared_system(int guidelines = 12) {
 struct Harness {
   std::unique_ptr<Scheduler> s;
   std::map<std::uint64_t, SeqResult> results;
+  std::vector<std::uint64_t> finished;  // request ids in the order their results came
   std::map<std::uint64_t, std::string> streamed;
 
   explicit Harness(SchedulerConfig c) {
@@ -60,7 +61,10 @@ struct Harness {
     req.sampling.max_tokens = max_tokens;
     const auto id = req.request_id;
     s->submit(std::move(req), 1, [this](const TokenEvent& e) { streamed[e.request_id] += e.text; },
-              [this](SeqResult r) { results[r.request_id] = std::move(r); });
+              [this](SeqResult r) {
+                finished.push_back(r.request_id);
+                results[r.request_id] = std::move(r);
+              });
     return id;
   }
   void drain() {

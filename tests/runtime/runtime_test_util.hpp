@@ -105,6 +105,25 @@ inline std::string team_workflow(const std::string& name, const std::string& sys
   return j.dump();
 }
 
+// One lead fanning out to `n` workers with equal prompts and one token of output; its
+// fan_in does not read the children (their outputs would not fit a prompt).
+inline std::string wide_workflow(int n, const std::string& tenant) {
+  nlohmann::json items = nlohmann::json::array();
+  for (int i = 0; i < n; ++i) items.push_back("i" + std::to_string(i));
+  nlohmann::json wf = {
+      {"name", "wide"},
+      {"tenant", tenant},
+      {"inputs", {{"items", {{"default", items}}}}},
+      {"defaults", {{"generation", {{"max_tokens", 1}, {"temperature", 0}}}}},
+      {"prefixes", {{"p", {{"system", "You answer every question with one word."}}}}},
+      {"agents",
+       {{{"id", "lead"},
+         {"prefix", "p"},
+         {"agents", {{{"id", "w"}, {"prefix", "p"}, {"for_each", {{"input", "items"}}}, {"task", "Say yes."}}}},
+         {"fan_in", "Say done."}}}}};
+  return wf.dump();
+}
+
 inline std::string long_system(const std::string& theme, int sentences) {
   std::string s = "You are a helpful geography tutor. Theme: " + theme + ".";
   for (int i = 0; i < sentences; ++i)

@@ -83,6 +83,7 @@ class ServerHostileFair : public ::testing::Test {
     RuntimeConfig rc = arbor::testing::small_config();
     rc.kv_memory_mb = 128;
     rc.page_size = 1;  // siblings with equal prompts then compute one token each (fast big fan-outs)
+    rc.max_queued_requests = 64;  // per tenant queue bound, and each run's window
     auto runtime = Runtime::create(rc);
     ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
     runtime_ = std::move(*runtime).release();
@@ -134,6 +135,30 @@ TEST_F(ServerHostileFair, WorkflowsFailingAfterAdmissionLeaveNoSlotBehind) {
   }
   auto chat = request(port_, "POST", "/v1/chat/completions", chat_body("", "Say hi.", 2), kBeta);
   EXPECT_EQ(chat.status, 200) << chat.body;
+  expect_idle();
+}
+
+// Tenant alpha starts a run of 301 agents (more than its queue holds); tenant beta's
+// chat, sent while alpha's requests wait at the scheduler, is served, and the big run
+// completes too (its agents wait in the run instead of failing on a full queue).
+TEST_F(ServerHostileFair, OtherTenantsAreServedWhileABigRunIsInFlight) {
+  const std::string workflow = arbor::testing::wide_workflow(300, "ignored");
+  auto started = request(port_, "POST", "/v1/runs", nlohmann::json{{"workflow", nlohmann::json::parse(workflow)}}.dump(), kAlpha);
+  ASSERT_EQ(started.status, 202) << started.body;
+  const std::string id = started.json()["id"];
+  auto run_status = [&] { return request(port_, "GET", "/v1/runs/" + id, "", kAlpha).json()["status"].get<std::string>(); };
+  ASSERT_TRUE(eventually([&] {
+    auto g = request(port_, "GET", "/v1/cache/stats", "", kAdmin).json()["global"];
+    return g["live_sequences"].get<int>() + g["queued_requests"].get<int>() > 0 || run_status() != "running";
+  }));
+  auto chat = request(port_, "POST", "/v1/chat/completions", chat_body("", "Name a river.", 4), kBeta);
+  EXPECT_EQ(chat.status, 200) << chat.body;
+  ASSERT_TRUE(eventually([&] { return run_status() != "running"; }, 300));
+  auto done = request(port_, "GET", "/v1/runs/" + id, "", kAlpha).json();
+  EXPECT_EQ(done["status"], "ok") << done.dump().substr(0, 2000);
+  EXPECT_EQ(done["tenant"], "alpha");
+  ASSERT_EQ(done["agents"].size(), 301u);
+  for (const auto& a : done["agents"]) ASSERT_EQ(a["status"], "ok") << a.dump();
   expect_idle();
 }
 

@@ -48,7 +48,11 @@ struct RuntimeConfig {
   int prefill_chunk = 256;           // max prompt tokens of one sequence per engine step
   int max_step_tokens = 1024;        // token budget of one engine step (decode + prefill)
   std::size_t max_pinned_pages = 0;  // cap on pages pinned for pending agents; 0 = half the pool
-  std::size_t max_queued_requests = 256;  // admissions beyond this are refused (out_of_memory)
+  // Per tenant: generate() requests waiting for admission beyond this are refused
+  // (out_of_memory). A workflow run keeps at most this many of its requests at the
+  // scheduler; its other agents wait in the run (so a run never overflows a queue).
+  // Tenants are admitted in turn (round-robin), whatever their queue lengths.
+  std::size_t max_queued_requests = 256;
   std::map<std::string, TenantOptions> tenants;  // unknown tenants get defaults on first use
   // Testing only (fault injection): agent instance id ("researcher[2]") -> the number of
   // its first attempts that fail at once ("injected fault"), or that never answer and so
