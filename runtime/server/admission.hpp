@@ -9,11 +9,16 @@
 // reply, an error, an exception, or a callback dropped without being called — because
 // an AdmissionSlot releases in its destructor (or earlier through release()). Slots are
 // move-only, so no copy can release twice. Thread-safe.
+//
+// A slot may outlive the Admission that issued it (a run's entry is kept alive by the
+// runtime's callback after the server is gone): it then releases nothing. Slots refer
+// to the counts through a weak pointer, and the Admission detaches the metrics gauge
+// before it goes.
 #pragma once
 
-#include <atomic>
 #include <expected>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -23,7 +28,16 @@
 
 namespace arbor::server {
 
-class Admission;
+namespace detail {
+// The counts behind an Admission, shared with its slots.
+struct AdmissionLedger {
+  std::mutex mutex;
+  int inflight = 0;
+  std::map<std::string, int> tenant_inflight;
+  Metrics* metrics = nullptr;  // the in-flight gauges; null once the Admission is gone
+  void release(const std::string& tenant) noexcept;
+};
+}  // namespace detail
 
 class AdmissionSlot {
  public:
@@ -37,20 +51,25 @@ class AdmissionSlot {
   // Gives the slot back now; later calls (and the destructor) do nothing. Safe to call
   // from several threads at once (one of them releases).
   void release() noexcept;
-  bool held() const { return owner_.load() != nullptr; }
+  bool held() const;
 
  private:
   friend class Admission;
-  AdmissionSlot(Admission* owner, std::string tenant) : owner_(owner), tenant_(std::move(tenant)) {}
+  AdmissionSlot(std::weak_ptr<detail::AdmissionLedger> ledger, std::string tenant)
+      : ledger_(std::move(ledger)), tenant_(std::move(tenant)) {}
 
-  std::atomic<Admission*> owner_{nullptr};  // null once released (or moved from)
+  mutable std::mutex mutex_;  // guards ledger_ (release may race with itself)
+  std::weak_ptr<detail::AdmissionLedger> ledger_;  // empty once released (or moved from)
   std::string tenant_;
 };
 
 class Admission {
  public:
-  // `metrics` gets each tenant's in-flight gauge; it must outlive every slot.
-  Admission(const ServerConfig& config, Metrics& metrics) : config_(config), metrics_(metrics) {}
+  // `metrics` gets each tenant's in-flight gauge; it must outlive the Admission.
+  Admission(const ServerConfig& config, Metrics& metrics);
+  ~Admission();
+  Admission(const Admission&) = delete;
+  Admission& operator=(const Admission&) = delete;
 
   // A slot for one generation or run, or why not: 503 while draining or at the global
   // cap (max_inflight), 429 at the tenant's max_concurrent.
@@ -59,14 +78,8 @@ class Admission {
   int inflight(const std::string& tenant) const;
 
  private:
-  friend class AdmissionSlot;
-  void release(const std::string& tenant) noexcept;
-
   const ServerConfig& config_;
-  Metrics& metrics_;
-  mutable std::mutex mutex_;
-  int inflight_ = 0;
-  std::map<std::string, int> tenant_inflight_;
+  std::shared_ptr<detail::AdmissionLedger> ledger_;
 };
 
 }  // namespace arbor::server

@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 
+#include "runtime/server/admission.hpp"
 #include "runtime/server/server.hpp"
 #include "runtime_test_util.hpp"
 #include "server_test_util.hpp"
@@ -74,6 +75,35 @@ TEST(ServerHostileSlots, ExceptionsAfterAdmissionReleaseTheSlot) {
   auto ok = request(port, "POST", "/v1/chat/completions", chat_body("", "hello there", 4), kAlpha);
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_TRUE(eventually([&] { return (*server)->api().inflight() == 0; }));
+}
+
+// Slots are released exactly once, and a slot that outlives its Admission (a run's
+// entry kept by the runtime after the server is gone) releases nothing (ASan checks
+// that it touches neither the Admission nor the Metrics).
+TEST(ServerHostileSlots, SlotsReleaseOnceAndMaySafelyOutliveTheServer) {
+  const ServerConfig config = two_tenants();
+  AdmissionSlot survivor;
+  {
+    Metrics metrics;
+    Admission admission(config, metrics);
+    auto a = admission.admit("alpha", false);
+    ASSERT_TRUE(a.has_value());
+    AdmissionSlot moved = std::move(*a);
+    EXPECT_FALSE(a->held());
+    EXPECT_EQ(admission.inflight(), 1);
+    moved.release();
+    moved.release();
+    EXPECT_EQ(admission.inflight(), 0);
+    EXPECT_EQ(metrics.inflight("alpha"), 0);
+    EXPECT_FALSE(admission.admit("beta", true).has_value());  // draining: no slot
+    auto b = admission.admit("beta", false);
+    ASSERT_TRUE(b.has_value());
+    survivor = std::move(*b);
+    EXPECT_EQ(admission.inflight("beta"), 1);
+    EXPECT_EQ(metrics.inflight("beta"), 1);
+  }
+  EXPECT_FALSE(survivor.held());
+  survivor.release();
 }
 
 // The real runtime behind the server.
