@@ -129,10 +129,14 @@ void send_request(AgentActor* self, std::vector<std::int32_t> prompt, SamplingPa
             st.inflight = 0;
             if (!r.ok) return attempt_failed(self, r.error, false);
             if (r.finish_reason == "cancelled") return attempt_failed(self, "its request was cancelled", false);
-            st.report.prompt_tokens += r.prompt_tokens;
-            st.report.cached_tokens += r.cached_tokens;
-            st.report.computed_tokens += r.computed_tokens;
-            st.report.generated_tokens += r.generated_tokens;
+            if (r.finish_reason == "prefill") {
+              st.report.warmup_tokens += r.computed_tokens;  // a warm-up, not a turn
+            } else {
+              st.report.prompt_tokens += r.prompt_tokens;
+              st.report.cached_tokens += r.cached_tokens;
+              st.report.computed_tokens += r.computed_tokens;
+              st.report.generated_tokens += r.generated_tokens;
+            }
             then(self, r);
           },
           [self, attempt](caf::error& e) {

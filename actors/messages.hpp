@@ -171,9 +171,12 @@ typename Inspector::result_type inspect(Inspector& f, TenantSnapshot& x) {
            x.inserted_tokens, x.evicted_pages, x.used_pages, x.quota_pages, x.num_sequences);
 }
 
-// The cache actor's counters at one instant.
+// The cache actor's counters at one instant. prompt/cached/computed count requests that
+// generate; prefill-only requests (max_tokens 0: cache warm-ups) count only in
+// warmup_tokens, the tokens they prefilled.
 struct CacheSnapshot {
   std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
+  std::uint64_t warmup_tokens = 0;
   std::int32_t pages_total = 0, pages_used = 0, pages_free = 0, pages_locked = 0, pages_cached_idle = 0;
   std::uint64_t evictions = 0;
   std::int32_t live_sequences = 0, queued_requests = 0, num_pins = 0;
@@ -186,7 +189,7 @@ struct CacheSnapshot {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CacheSnapshot& x) {
   return f(caf::meta::type_name("CacheSnapshot"), x.prompt_tokens, x.cached_tokens,
-           x.computed_tokens, x.generated_tokens, x.pages_total, x.pages_used, x.pages_free,
+           x.computed_tokens, x.generated_tokens, x.warmup_tokens, x.pages_total, x.pages_used, x.pages_free,
            x.pages_locked, x.pages_cached_idle, x.evictions, x.live_sequences, x.queued_requests,
            x.num_pins, x.pinned_pages, x.num_steps, x.invariant_violation, x.tenants);
 }
@@ -225,13 +228,16 @@ typename Inspector::result_type inspect(Inspector& f, TreeReply& x) {
   return f(caf::meta::type_name("TreeReply"), x.ok, x.error, x.nodes);
 }
 
-// What an agent reports when it ends (to its parent and to the run).
+// What an agent reports when it ends (to its parent and to the run). prompt/cached/
+// computed/generated sum the agent's turns (prompt = cached + computed); warmup_tokens
+// are the prefix tokens it prefilled for its children (prefill-only, not a turn).
 struct AgentReport {
   std::string id;
   std::string parent;
   std::string status;  // "ok" | "failed" | "timeout" | "cancelled"
   std::string output;
   std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
+  std::uint64_t warmup_tokens = 0;
   std::int32_t attempts = 0;
   double ttft_ms = 0, duration_ms = 0;
   std::string error;
@@ -240,7 +246,8 @@ struct AgentReport {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, AgentReport& x) {
   return f(caf::meta::type_name("AgentReport"), x.id, x.parent, x.status, x.output,
-           x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens, x.attempts,
+           x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens, x.warmup_tokens,
+           x.attempts,
            x.ttft_ms, x.duration_ms, x.error);
 }
 

@@ -190,8 +190,10 @@ Scheduler::Admit Scheduler::try_admit(Pending& p) {
   stop.stop_strings = r.sampling.stop;
   stop.max_tokens = r.sampling.max_tokens;
   l->stop = std::make_unique<model::StopChecker>(std::move(stop));
-  prompt_tokens_ += l->prompt_len;
-  cached_tokens_ += cached;
+  if (r.sampling.max_tokens > 0) {  // a warm-up's tokens count in warmup_tokens_ as computed
+    prompt_tokens_ += l->prompt_len;
+    cached_tokens_ += cached;
+  }
   l->p = std::move(p);
   live_.push_back(std::move(l));
   if (live_.back()->computed == live_.back()->prompt_len) finish(*live_.back(), "prefill");
@@ -297,7 +299,7 @@ void Scheduler::run_batch() {
     std::span<const float> row;
     if (has_logits) row = std::span<const float>(logits_.data() + logits_row++ * vocab, vocab);
     if (!l.decoding) {
-      computed_tokens_ += steps[i].tokens.size();
+      (l.p.request.sampling.max_tokens > 0 ? computed_tokens_ : warmup_tokens_) += steps[i].tokens.size();
       if (config_.prefix_caching) {
         if (auto ok = cache_->commit(l.seq, std::span(l.tokens.data(), l.computed)); !ok) {
           fail_live(l, ok.error());
@@ -516,6 +518,7 @@ CacheSnapshot Scheduler::snapshot() const {
   x.cached_tokens = cached_tokens_;
   x.computed_tokens = computed_tokens_;
   x.generated_tokens = generated_tokens_;
+  x.warmup_tokens = warmup_tokens_;
   x.pages_total = s.pool.total_pages;
   x.pages_used = s.pool.used_pages;
   x.pages_free = s.pool.free_pages;

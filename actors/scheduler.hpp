@@ -38,6 +38,8 @@
 // run (run_id set) are not counted: their run actor bounds them instead (at most its
 // window at the scheduler at once, the rest wait in the run; see run_actor.hpp).
 // With prefix_caching off nothing is matched or committed (the baseline).
+// Counters (snapshot): prompt/cached/computed tokens of requests that generate;
+// prefill-only requests (max_tokens 0, cache warm-ups) add only to warmup_tokens.
 //
 // Callbacks run synchronously inside submit/step/cancel; each request's `done` is
 // called exactly once.
@@ -176,6 +178,7 @@ class Scheduler {
   std::map<std::uint64_t, PinEntry> pins_;
   std::set<std::string> closed_runs_;
   std::uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, computed_tokens_ = 0, generated_tokens_ = 0;
+  std::uint64_t warmup_tokens_ = 0;
   std::uint64_t num_steps_ = 0;
 };
 

@@ -11,6 +11,7 @@ CacheStats to_cache_stats(const actors::CacheSnapshot& s) {
   c.cached_tokens = s.cached_tokens;
   c.computed_tokens = s.computed_tokens;
   c.generated_tokens = s.generated_tokens;
+  c.warmup_tokens = s.warmup_tokens;
   c.hit_ratio = s.prompt_tokens == 0 ? 0.0 : double(s.cached_tokens) / double(s.prompt_tokens);
   c.pages_total = s.pages_total;
   c.pages_used = s.pages_used;
@@ -45,6 +46,7 @@ AgentResult to_agent_result(const actors::AgentReport& r) {
   a.cached_tokens = r.cached_tokens;
   a.computed_tokens = r.computed_tokens;
   a.generated_tokens = r.generated_tokens;
+  a.warmup_tokens = r.warmup_tokens;
   a.attempts = r.attempts;
   a.ttft_ms = r.ttft_ms;
   a.duration_ms = r.duration_ms;

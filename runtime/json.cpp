@@ -19,7 +19,13 @@ const char* to_string(Event::Kind kind) {
 
 std::string to_json(const RunResult& r) {
   nlohmann::json agents = nlohmann::json::array();
+  std::size_t prompt = 0, cached = 0, computed = 0, generated = 0, warmup = 0;
   for (const auto& a : r.agents) {
+    prompt += a.prompt_tokens;
+    cached += a.cached_tokens;
+    computed += a.computed_tokens;
+    generated += a.generated_tokens;
+    warmup += a.warmup_tokens;
     nlohmann::json j = {{"id", a.id},
                         {"parent", a.parent},
                         {"status", a.status},
@@ -28,6 +34,7 @@ std::string to_json(const RunResult& r) {
                         {"cached_tokens", a.cached_tokens},
                         {"computed_tokens", a.computed_tokens},
                         {"generated_tokens", a.generated_tokens},
+                        {"warmup_tokens", a.warmup_tokens},
                         {"ttft_ms", a.ttft_ms},
                         {"duration_ms", a.duration_ms}};
     if (a.status != "ok" && !a.error.empty()) j["error"] = a.error;
@@ -35,6 +42,10 @@ std::string to_json(const RunResult& r) {
   }
   nlohmann::json j = {{"run_id", r.run_id},   {"workflow", r.workflow}, {"tenant", r.tenant},
                       {"status", r.status},   {"agents", agents},       {"wall_ms", r.wall_ms}};
+  // The agents' sums: prompt = cached + computed; warm-ups apart (see AgentResult).
+  j["totals"] = {{"prompt_tokens", prompt},       {"cached_tokens", cached},
+                 {"computed_tokens", computed},   {"generated_tokens", generated},
+                 {"warmup_tokens", warmup}};
   if (!r.error.empty()) j["error"] = r.error;
   return j.dump();
 }
@@ -54,6 +65,7 @@ std::string to_json(const CacheStats& s) {
                       {"cached_tokens", s.cached_tokens},
                       {"computed_tokens", s.computed_tokens},
                       {"generated_tokens", s.generated_tokens},
+                      {"warmup_tokens", s.warmup_tokens},
                       {"hit_ratio", s.hit_ratio},
                       {"pages_total", s.pages_total},
                       {"pages_used", s.pages_used},

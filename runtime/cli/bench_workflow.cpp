@@ -67,7 +67,7 @@ Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, c
   Figures f;
   f.wall_ms = run.wall_ms;
   f.prompt_tokens = stats.prompt_tokens;
-  f.computed_tokens = stats.computed_tokens;
+  f.computed_tokens = stats.computed_tokens + stats.warmup_tokens;  // all prefill work
   f.cached_tokens = stats.cached_tokens;
   f.generated_tokens = stats.generated_tokens;
   std::vector<double> ttft;

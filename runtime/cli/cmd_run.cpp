@@ -75,6 +75,7 @@ void print_text_report(const RunResult& run) {
     std::printf("-- %s [%s] prompt %zu (cached %zu, computed %zu), generated %zu, %.0f ms\n", a.id.c_str(),
                 a.status.c_str(), a.prompt_tokens, a.cached_tokens, a.computed_tokens, a.generated_tokens,
                 a.duration_ms);
+    if (a.warmup_tokens > 0) std::printf("   warm-up: prefilled %zu prefix tokens for its sub-agents\n", a.warmup_tokens);
     if (!a.error.empty()) std::printf("   error: %s\n", a.error.c_str());
     if (!a.output.empty()) std::printf("   %s\n", a.output.c_str());
   }

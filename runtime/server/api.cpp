@@ -213,6 +213,7 @@ void Api::cache_stats(const ExchangePtr& ex, const Principal& p) {
     o["cached_tokens"] = f.cached_tokens;
     o["computed_tokens"] = f.computed_tokens;
     o["generated_tokens"] = f.generated_tokens;
+    o["warmup_tokens"] = f.warmup_tokens;
     o["hit_ratio"] = f.hit_ratio();
     o["generations"] = f.generations;
     o["runs"] = f.runs;

@@ -72,6 +72,7 @@ void Metrics::record_run(const std::string& tenant, const RunResult& r) {
     f.cached_tokens += a.cached_tokens;
     f.computed_tokens += a.computed_tokens;
     f.generated_tokens += a.generated_tokens;
+    f.warmup_tokens += a.warmup_tokens;
     if (a.generated_tokens > 0) observe_ttft(f, a.ttft_ms);
   }
 }
@@ -120,6 +121,8 @@ std::string Metrics::render(const CacheStats& cache, int total_inflight,
       {"arbor_cached_tokens_total", "Prompt tokens read from the KV cache.", &TenantFigures::cached_tokens},
       {"arbor_computed_tokens_total", "Prompt tokens prefilled.", &TenantFigures::computed_tokens},
       {"arbor_generated_tokens_total", "Tokens generated.", &TenantFigures::generated_tokens},
+      {"arbor_warmup_tokens_total", "Prefix tokens prefilled by workflow cache warm-ups (not prompt tokens).",
+       &TenantFigures::warmup_tokens},
   };
   for (const auto& c : counters) {
     w.head(c.name, "counter", c.help);

@@ -20,6 +20,7 @@ inline constexpr std::array<double, 11> kTtftBuckets = {0.01, 0.025, 0.05, 0.1, 
 struct TenantFigures {
   std::map<std::pair<std::string, int>, std::uint64_t> requests;  // (route, status) -> count
   std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
+  std::uint64_t warmup_tokens = 0;  // prefilled by runs' cache warm-ups, not prompt tokens
   std::uint64_t generations = 0, runs = 0;
   std::array<std::uint64_t, kTtftBuckets.size() + 1> ttft_counts{};  // per bucket, last = +Inf
   double ttft_sum_s = 0;

@@ -180,12 +180,14 @@ TEST(RuntimeJson, DocumentsHaveTheDocumentedFields) {
   const auto j = nlohmann::json::parse(to_json(r));
   std::set<std::string> keys;
   for (auto& [k, v] : j.items()) keys.insert(k);
-  EXPECT_EQ(keys, (std::set<std::string>{"run_id", "workflow", "tenant", "status", "agents", "wall_ms"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"run_id", "workflow", "tenant", "status", "agents", "wall_ms", "totals"}));
+  EXPECT_EQ(j["totals"]["prompt_tokens"], 2);
+  EXPECT_EQ(j["totals"]["warmup_tokens"], 0);
   std::set<std::string> agent_keys;
   for (auto& [k, v] : j["agents"][0].items()) agent_keys.insert(k);
   EXPECT_EQ(agent_keys, (std::set<std::string>{"id", "parent", "status", "output", "prompt_tokens", "cached_tokens",
-                                               "computed_tokens", "generated_tokens", "ttft_ms", "duration_ms",
-                                               "error"}));
+                                               "computed_tokens", "generated_tokens", "warmup_tokens", "ttft_ms",
+                                               "duration_ms", "error"}));
   EXPECT_FALSE(j["agents"][1].contains("error"));
   EXPECT_EQ(j["agents"][0]["generated_tokens"], 4);
   CacheStats s;
@@ -194,8 +196,8 @@ TEST(RuntimeJson, DocumentsHaveTheDocumentedFields) {
   s.hit_ratio = 0.4;
   s.tenants["t"].hit_tokens = 4;
   const auto c = nlohmann::json::parse(to_json(s));
-  for (const char* k : {"prompt_tokens", "cached_tokens", "computed_tokens", "hit_ratio", "pages_total", "pages_used",
-                        "pages_locked", "evictions", "tenants"})
+  for (const char* k : {"prompt_tokens", "cached_tokens", "computed_tokens", "warmup_tokens", "hit_ratio",
+                        "pages_total", "pages_used", "pages_locked", "evictions", "tenants"})
     EXPECT_TRUE(c.contains(k)) << k;
   EXPECT_EQ(c["tenants"]["t"]["hit_tokens"], 4);
   const auto g = nlohmann::json::parse(to_json(GenerateResult{"hi", {1, 2}, 3, 0, 3, 2, 1, 1, 1, "stop"}));

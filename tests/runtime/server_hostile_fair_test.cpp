@@ -190,6 +190,13 @@ TEST_F(ServerHostileFair, OtherTenantsAreServedWhileABigRunIsInFlight) {
   ASSERT_EQ(done["agents"].size(), 301u);
   for (const auto& a : done["agents"]) ASSERT_EQ(a["status"], "ok") << a.dump();
   expect_idle();
+  // The lead's warm-up of the shared prefix is counted apart from prompt tokens.
+  auto served = request(port_, "GET", "/v1/cache/stats", "", kAlpha).json()["served"]["alpha"];
+  EXPECT_EQ(served["prompt_tokens"].get<int>(), served["cached_tokens"].get<int>() + served["computed_tokens"].get<int>());
+  EXPECT_EQ(served["warmup_tokens"], done["totals"]["warmup_tokens"]);
+  EXPECT_GT(served["warmup_tokens"].get<int>(), 0);
+  EXPECT_NE(request(port_, "GET", "/metrics", "", kAlpha).body.find("arbor_warmup_tokens_total{tenant=\"alpha\"}"),
+            std::string::npos);
 }
 
 }  // namespace

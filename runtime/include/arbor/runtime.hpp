@@ -95,6 +95,11 @@ struct GenerateResult {
   std::string finish_reason;         // "stop" | "length" | "cancelled"
 };
 
+// Token counts describe the agent's own turns: prompt = cached + computed. A parent
+// without a task of its own first prefills its shared prefix once so its sub-agents
+// read it from the cache (a prefill-only warm-up, no output): those tokens are
+// warmup_tokens, never prompt tokens, so prompt_tokens are equal with and without the
+// cache and the hit ratio (cached / prompt) is not inflated by the warm-up.
 struct AgentResult {
   std::string id;
   std::string parent;  // "" for a root agent
@@ -104,6 +109,7 @@ struct AgentResult {
   int attempts = 0;
   double ttft_ms = 0, duration_ms = 0;
   std::string error;  // set when status is not "ok"
+  std::size_t warmup_tokens = 0;  // prefix tokens prefilled for the sub-agents (see above)
 };
 
 struct RunResult {
@@ -123,10 +129,11 @@ struct TenantCacheStats {
 };
 
 struct CacheStats {
-  std::uint64_t prompt_tokens = 0;    // prompt tokens of every request served
+  std::uint64_t prompt_tokens = 0;    // prompt tokens of every request served (warm-ups excluded)
   std::uint64_t cached_tokens = 0;    // of which read from the cache
   std::uint64_t computed_tokens = 0;  // of which prefilled
   std::uint64_t generated_tokens = 0;
+  std::uint64_t warmup_tokens = 0;    // prefilled by cache warm-ups (AgentResult::warmup_tokens)
   double hit_ratio = 0;               // cached / prompt
   int pages_total = 0, pages_used = 0, pages_free = 0, pages_locked = 0, pages_cached_idle = 0;
   std::uint64_t evictions = 0;        // pages evicted
