@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/json_text.hpp"
 #include "model/regex.hpp"
 
 namespace arbor::model {
@@ -473,12 +474,12 @@ Result<JsonSchema> JsonSchema::compile(const nlohmann::json& schema, SchemaUse u
 }
 
 Result<JsonSchema> JsonSchema::parse(std::string_view text, SchemaUse use, std::vector<SchemaError>* errors) {
-  Json j = Json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    if (errors) *errors = {{"", "not valid JSON"}};
-    return fail(ErrorCode::invalid_argument, "JSON Schema: not valid JSON");
+  auto j = parse_json_text<Json>(text);
+  if (!j) {
+    if (errors) *errors = {{"", "not valid JSON: " + j.error().describe()}};
+    return fail(ErrorCode::invalid_argument, "JSON Schema: not valid JSON: " + j.error().describe());
   }
-  return compile(j, use, errors);
+  return compile(*j, use, errors);
 }
 
 }  // namespace arbor::model

@@ -180,8 +180,8 @@ Result<RunResult> Runtime::run(const std::string& workflow_path, const std::map<
 
 Result<RunHandle> Runtime::start(const std::string& workflow, const std::map<std::string, std::string>& inputs,
                                  EventCallback on_event, bool is_text, std::optional<std::string> tenant_override,
-                                 const std::string& base_dir) {
-  auto plan = is_text ? workflows::load_workflow_text(workflow, base_dir, inputs)
+                                 const DocumentAccess& documents) {
+  auto plan = is_text ? workflows::load_workflow_text(workflow, documents, inputs)
                       : workflows::load_workflow_file(workflow, inputs);
   if (!plan) return fail(ErrorCode::invalid_argument, plan.error().format());
   auto shared_plan = std::make_shared<const workflows::Plan>(std::move(*plan));

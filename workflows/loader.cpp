@@ -1,8 +1,7 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
+#include "common/json_text.hpp"
 #include "workflows/lint.hpp"
 #include "workflows/parser.hpp"
 #include "workflows/plan_builder.hpp"
@@ -12,39 +11,22 @@
 
 namespace arbor::workflows {
 
-namespace {
-
-// nlohmann reports "[json.exception.parse_error.101] parse error at line 3, column 5:
-// syntax error while parsing object - ..."; keep the part after the position.
-std::string syntax_message(const std::string& what) {
-  std::size_t at = what.find("column ");
-  if (at != std::string::npos) at = what.find(": ", at);
-  std::string msg = at == std::string::npos ? what : what.substr(at + 2);
-  return "invalid JSON: " + msg;
-}
-
-}  // namespace
-
-LoadResult<Plan> load_workflow_text(std::string_view text, const std::filesystem::path& base_dir,
+LoadResult<Plan> load_workflow_text(std::string_view text, const DocumentAccess& documents,
                                     const InputOverrides& overrides, const std::string& file_name) {
   Diagnostics diag(file_name);
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is the 1-based offset of the character that broke the syntax.
-    TextPosition at = PositionIndex::build(text).at_offset(e.byte > 0 ? e.byte - 1 : 0);
-    report_at(diag, "", at, syntax_message(e.what()));
+  auto doc = parse_json_text(text);
+  if (!doc) {
+    report_at(diag, "", {doc.error().line, doc.error().column}, "invalid JSON: " + doc.error().message);
     return std::unexpected(std::move(diag));
   }
   PositionIndex index = PositionIndex::build(text);
-  WorkflowSpec spec = parse_spec(doc, index, diag);
+  WorkflowSpec spec = parse_spec(*doc, index, diag);
   Plan plan;
   plan.name = spec.name;
   plan.tenant = spec.tenant;
   plan.description = spec.description;
   plan.inputs = resolve_inputs(spec, overrides, index, diag);
-  plan.prefixes = resolve_prefixes(spec, plan.inputs, base_dir, index, diag);
+  plan.prefixes = resolve_prefixes(spec, plan.inputs, documents, index, diag);
   AgentGraph graph = validate_agents(spec, plan.inputs, index, diag);
   if (diag.has_errors()) return std::unexpected(std::move(diag));
   build_agents(spec, graph, plan, index, diag);
@@ -62,7 +44,8 @@ LoadResult<Plan> load_workflow_file(const std::filesystem::path& path, const Inp
   }
   std::stringstream ss;
   ss << f.rdbuf();
-  return load_workflow_text(ss.str(), path.parent_path(), overrides, path.string());
+  return load_workflow_text(ss.str(), DocumentAccess::local_to(path.parent_path().string()), overrides,
+                            path.string());
 }
 
 Result<InputOverrides> parse_input_overrides(const std::vector<std::string>& key_values) {

@@ -2,10 +2,10 @@
 // line overrides) and shared prefix texts (files read, {{inputs.*}} substituted).
 #pragma once
 
-#include <filesystem>
 #include <map>
 #include <string>
 
+#include "common/document_access.hpp"
 #include "workflows/diagnostics.hpp"
 #include "workflows/plan.hpp"
 #include "workflows/position_index.hpp"
@@ -17,10 +17,11 @@ std::map<std::string, InputValue> resolve_inputs(const WorkflowSpec& spec,
                                                  const std::map<std::string, std::string>& overrides,
                                                  const PositionIndex& index, Diagnostics& diag);
 
-// Documents given as files are read relative to `base_dir` and used verbatim.
+// Documents given as files are read under `documents` (workflows/documents.hpp) and
+// used verbatim.
 std::map<std::string, PrefixSpec> resolve_prefixes(const WorkflowSpec& spec,
                                                    const std::map<std::string, InputValue>& inputs,
-                                                   const std::filesystem::path& base_dir,
+                                                   const DocumentAccess& documents,
                                                    const PositionIndex& index, Diagnostics& diag);
 
 }  // namespace arbor::workflows

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/document_access.hpp"
 #include "common/result.hpp"
 #include "workflows/diagnostics.hpp"
 #include "workflows/plan.hpp"
@@ -29,13 +30,15 @@ using InputOverrides = std::map<std::string, std::string>;
 template <class T>
 using LoadResult = std::expected<T, Diagnostics>;
 
-// Reads `path`; prefix document files are resolved relative to its folder.
+// Reads `path`; prefix document files are the caller's own, relative to its folder
+// (DocumentAccess::local_to).
 LoadResult<Plan> load_workflow_file(const std::filesystem::path& path,
                                     const InputOverrides& overrides = {});
 
-// `text` is the JSON; `base_dir` resolves prefix document files; `file_name` is what
-// diagnostics print before line:column.
-LoadResult<Plan> load_workflow_text(std::string_view text, const std::filesystem::path& base_dir,
+// `text` is the JSON (parsed by parse_json_text: at most 64 levels deep); `documents`
+// says which prefix document files it may read; `file_name` is what diagnostics
+// print before line:column.
+LoadResult<Plan> load_workflow_text(std::string_view text, const DocumentAccess& documents,
                                     const InputOverrides& overrides = {},
                                     const std::string& file_name = "<text>");
 

@@ -21,7 +21,9 @@ constexpr const char* kFooter =
     "  POST /v1/chat/completions, /v1/completions   (OpenAI-compatible, stream: true = SSE)\n"
     "  POST /v1/runs {workflow, inputs} -> 202; GET/DELETE /v1/runs/{id}; GET /v1/runs/{id}/events\n"
     "  GET  /v1/cache/stats, /v1/cache/tree\n"
-    "--config FILE: JSON {host, port, admin_key, keys: {KEY: tenant}, tenants, limits, runtime}.\n"
+    "--config FILE: JSON {host, port, admin_key, keys: {KEY: tenant}, tenants, limits, workflow_dir, runtime}.\n"
+    "Posted workflows read prefix files only from workflow_dir (regular files inside it, no '..', no\n"
+    "symbolic links, never the config file); without workflow_dir they read no file.\n"
     "Without it: loopback only, one tenant 'default', no authentication.\n"
     "A flag given on the command line overrides the file; the defaults shown apply to what neither sets.\n"
     "SIGINT/SIGTERM drain, then exit. Exit codes: 0 stopped by a signal, 1 could not start, 2 invalid input.";

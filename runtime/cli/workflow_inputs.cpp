@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
+#include "common/json_text.hpp"
 
 namespace arbor::cli {
 
@@ -22,12 +22,12 @@ std::optional<std::set<std::string>> declared_inputs(const std::string& path) {
   if (!in) return std::nullopt;
   std::stringstream text;
   text << in.rdbuf();
-  // No exceptions: a malformed file is the loader's to report, with line:column.
-  const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object()) return std::nullopt;
+  // A malformed file is the loader's to report, with line:column.
+  const auto doc = parse_json_text(text.str());
+  if (!doc || !doc->is_object()) return std::nullopt;
   std::set<std::string> names;
-  auto it = doc.find("inputs");
-  if (it == doc.end()) return names;
+  auto it = doc->find("inputs");
+  if (it == doc->end()) return names;
   if (!it->is_object()) return std::nullopt;
   for (const auto& [name, spec] : it->items()) names.insert(name);
   return names;

@@ -1,5 +1,7 @@
 #include "runtime/server/api_error.hpp"
 
+#include "common/json_text.hpp"
+
 namespace arbor::server {
 
 ApiError bad_request(std::string code, std::string message, std::string param) {
@@ -64,31 +66,11 @@ std::string error_body(const ApiError& error) {
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string line_column(std::string_view text, std::size_t offset) {
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
-
 std::expected<nlohmann::json, ApiError> parse_json(std::string_view text) {
-  try {
-    return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is the 1-based index of the byte where parsing stopped.
-    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    std::string what = e.what();
-    if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
-    return std::unexpected(bad_request(
-        "invalid_json", "malformed JSON at " + line_column(text, at) + ": " + what +
-                            "; send a valid JSON object with Content-Type: application/json"));
-  }
+  auto doc = parse_json_text(text);
+  if (doc) return std::move(*doc);
+  return std::unexpected(bad_request("invalid_json", "malformed JSON at " + doc.error().describe() +
+                                                         "; send a valid JSON object with Content-Type: application/json"));
 }
 
 }  // namespace arbor::server

@@ -35,10 +35,8 @@ ApiError from_error(const Error& error);
 
 std::string error_body(const ApiError& error);
 
-// "line L, column C" of byte `offset` (0-based) of `text`; columns count bytes, from 1.
-std::string line_column(std::string_view text, std::size_t offset);
-
-// Parses `text`; malformed JSON -> 400 "invalid_json" with line:column.
+// Parses a request body with parse_json_text (common/json_text.hpp: never throws, at
+// most 64 levels deep); any failure -> 400 "invalid_json" with line:column.
 std::expected<nlohmann::json, ApiError> parse_json(std::string_view text);
 
 }  // namespace arbor::server

@@ -1,35 +1,8 @@
 // The workflow run endpoints: POST/GET /v1/runs, GET/DELETE /v1/runs/{id},
 // GET /v1/runs/{id}/events.
-#include <filesystem>
-
 #include "runtime/server/api.hpp"
 
 namespace arbor::server {
-namespace {
-
-// Prefix documents are files read by the server: over HTTP a workflow may only name
-// files below the server's workflow_dir (relative, no ".."), never any file it can read.
-std::optional<std::string> unsafe_file(const nlohmann::json& j, const std::string& at) {
-  if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) {
-      const std::string p = at + "/" + k;
-      if (k == "file" && v.is_string()) {
-        const std::filesystem::path path(v.get<std::string>());
-        if (path.is_absolute() || path.has_root_name() || path.has_root_directory()) return p;
-        for (const auto& part : path)
-          if (part == "..") return p;
-      } else if (auto bad = unsafe_file(v, p)) {
-        return bad;
-      }
-    }
-  } else if (j.is_array()) {
-    for (std::size_t i = 0; i < j.size(); ++i)
-      if (auto bad = unsafe_file(j[i], at + "/" + std::to_string(i))) return bad;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Principal& p) {
   const std::string route = "/v1/runs";
@@ -39,15 +12,9 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
   if (!b.is_object()) return reply_error(ex, p.tenant, route, bad_request("invalid_request", "the body must be a JSON object {\"workflow\": {...}, \"inputs\": {...}}"));
   if (!b.contains("workflow") || !(b["workflow"].is_object() || b["workflow"].is_string()))
     return reply_error(ex, p.tenant, route, invalid_param("/workflow", "is required: a workflow document (object or JSON text)"));
+  // Text or object, the loader parses it again (bounded, never throwing) and reads
+  // prefix files only as config_.documents() allows.
   const std::string workflow = b["workflow"].is_string() ? b["workflow"].get<std::string>() : b["workflow"].dump();
-  // A workflow given as text is checked as parsed; malformed text is left to the loader.
-  const nlohmann::json doc = b["workflow"].is_string() ? nlohmann::json::parse(workflow, nullptr, false) : b["workflow"];
-  if (auto bad = unsafe_file(doc, "/workflow"))
-    return reply_error(ex, p.tenant, route,
-                       bad_request("invalid_workflow",
-                                   "'" + *bad + "' must be a relative path without '..': over HTTP, prefix documents "
-                                   "are read from the server's workflow_dir only",
-                                   *bad));
   std::map<std::string, std::string> inputs;
   if (b.contains("inputs") && !b["inputs"].is_null()) {
     if (!b["inputs"].is_object())
@@ -65,7 +32,7 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
     auto settle = [this, entry] { finish_run(entry, entry->tenant()); };
     defer_ ? defer_(settle) : settle();
   };
-  auto control = backend_.start_run(workflow, inputs, on_event, p.tenant, config_.workflow_dir);
+  auto control = backend_.start_run(workflow, inputs, on_event, p.tenant, config_.documents());
   if (!control) {
     entry->take_slot().release();
     ApiError e = from_error(control.error());

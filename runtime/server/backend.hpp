@@ -51,12 +51,13 @@ class Backend {
       const GenerateRequest& request, std::function<void(const std::string&)> on_token,
       std::function<void(const Result<GenerateResult>&)> on_done) = 0;
 
-  // `workflow_json` is a workflow document; `tenant` replaces its tenant field.
+  // `workflow_json` is a workflow document; `tenant` replaces its tenant field;
+  // `documents` is what its prefix files may read (the server's workflow_dir policy).
   // Errors: invalid_argument with every diagnostic for an invalid workflow.
   virtual Result<std::shared_ptr<RunControl>> start_run(const std::string& workflow_json,
                                                         const std::map<std::string, std::string>& inputs,
                                                         EventCallback on_event, const std::string& tenant,
-                                                        const std::string& base_dir) = 0;
+                                                        const DocumentAccess& documents) = 0;
   // The `arbor run --json` document of a run.
   virtual std::string run_json(const RunResult& result) const = 0;
 

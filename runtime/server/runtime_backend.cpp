@@ -76,8 +76,8 @@ class RuntimeBackend final : public Backend {
   Result<std::shared_ptr<RunControl>> start_run(const std::string& workflow_json,
                                                 const std::map<std::string, std::string>& inputs,
                                                 EventCallback on_event, const std::string& tenant,
-                                                const std::string& base_dir) override {
-    auto handle = runtime_.start(workflow_json, inputs, std::move(on_event), /*is_text=*/true, tenant, base_dir);
+                                                const DocumentAccess& documents) override {
+    auto handle = runtime_.start(workflow_json, inputs, std::move(on_event), /*is_text=*/true, tenant, documents);
     if (!handle) return std::unexpected(handle.error());
     return std::make_shared<RuntimeRun>(std::move(*handle));
   }

@@ -1,10 +1,11 @@
 #include "runtime/server/server_config.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 
-#include "runtime/server/api_error.hpp"
+#include "common/json_text.hpp"
 
 namespace arbor::server {
 namespace {
@@ -109,8 +110,8 @@ bool read_keys(Reader& r, const json& j, ServerConfig& c) {
 }  // namespace
 
 Result<ServerConfig> parse_server_config(const std::string& text) {
-  auto doc = parse_json(text);
-  if (!doc) return fail(ErrorCode::invalid_argument, doc.error().message);
+  auto doc = parse_json_text(text);
+  if (!doc) return fail(ErrorCode::invalid_argument, "invalid JSON at " + doc.error().describe());
   const json& j = *doc;
   ServerConfig c;
   Reader r;
@@ -147,7 +148,17 @@ Result<ServerConfig> load_server_config(const std::string& path) {
   ss << f.rdbuf();
   auto config = parse_server_config(ss.str());
   if (!config) return fail(config.error().code, path + ": " + config.error().message);
+  std::error_code ec;
+  config->config_path = std::filesystem::absolute(path, ec).string();  // never readable by a workflow
+  if (ec) config->config_path = path;
   return config;
+}
+
+DocumentAccess ServerConfig::documents() const {
+  if (workflow_dir.empty()) return DocumentAccess::no_files();
+  std::vector<std::string> deny;
+  if (!config_path.empty()) deny.push_back(config_path);
+  return DocumentAccess::confined_to(workflow_dir, std::move(deny));
 }
 
 }  // namespace arbor::server

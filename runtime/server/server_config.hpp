@@ -7,12 +7,17 @@
 //                           "max_concurrent": 16, "max_tokens": 512}},
 //    "limits": {"max_body_bytes": 1048576, "max_inflight": 64, "max_tokens": 1024,
 //               "drain_seconds": 10, "io_threads": 2, "max_runs": 256},
-//    "workflow_dir": ".",
+//    "workflow_dir": "/srv/arbor/docs",
 //    "runtime": {"model_path": "...", "num_threads": 0, "kv_memory_mb": 256, "page_size": 16,
 //                "eviction": "lru", "prefix_caching": true, "prefill_chunk": 256,
 //                "max_step_tokens": 1024, "max_queued_requests": 256}}
 //
 // Unknown keys are errors (a typo must not silently disable a limit).
+//
+// workflow_dir: workflows posted to POST /v1/runs may read prefix document files only
+// when it is set, and then only regular files inside it, reached without '..' or a
+// symbolic link, never the config file itself (DocumentAccess::confined_to). Unset
+// (the default): they read no file at all.
 #pragma once
 
 #include <map>
@@ -42,8 +47,12 @@ struct ServerConfig {
   double drain_seconds = 10;       // on stop: wait this long, then cancel what is left
   int io_threads = 2;
   std::size_t max_runs = 256;      // finished runs kept for GET /v1/runs/{id}
-  std::string workflow_dir = ".";  // base directory of workflow prefix files
+  std::string workflow_dir;        // prefix files of HTTP workflows; "" = none (see above)
+  std::string config_path;         // the file this config was loaded from ("" = none)
   RuntimeConfig runtime;
+
+  // What an HTTP-submitted workflow may read: nothing, or workflow_dir minus the config.
+  DocumentAccess documents() const;
 };
 
 // Parses a config document. Errors: invalid_argument naming the field (JSON pointer)

@@ -387,6 +387,48 @@ std::string serve_banner(const std::vector<std::string>& args) {
   return out.substr(0, out.find('\n'));
 }
 
+// Every JSON text the CLI reads (a workflow for validate and run, serve's config) that
+// does not parse exits 2 with what is wrong and where, never an abort (exit 134).
+TEST(Cli, UnparsableJsonExitsTwoWithWhatAndWhere) {
+  REQUIRE_ARBOR();
+  const std::string dir = std::string(ARBOR_BINARY_DIR) + "/cli_hostile_json";
+  std::filesystem::create_directories(dir);
+  const std::string tail = R"("agents": [{"id": "a", "task": "t"}]})";
+  std::string utf16 = "\xFF\xFE";
+  for (char c : "{\"name\": \"x\", " + tail) utf16 += c, utf16 += '\0';
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{\"name\": \"x\",\n \"defaults\": {\"timeout_ms\": 1e999}, " + tail, ":2:29: (root): invalid JSON: number 1e999 is out of range"},
+      {"{\"name\": \"x\", \"description\": " + std::string(20000, '[') + std::string(20000, ']') + ", " + tail,
+       "nested more than 64 levels"},
+      {utf16, "the text is UTF-16 little-endian (byte order mark FF FE)"},
+      {"\xEF\xBB\xBF\xEF\xBB\xBF{\"name\": \"x\", " + tail, "two UTF-8 byte order marks"},
+      {"{\"name\": \"x\", \"agents\": [", "unexpected end of input"},
+      {"{\"name\": \"\xC3(\", " + tail, "ill-formed UTF-8"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = dir + "/wf" + std::to_string(i) + ".json";
+    std::ofstream(path, std::ios::binary) << cases[i].first;
+    const Streams v = run_streams("validate " + path);
+    EXPECT_EQ(v.status, 2) << path << "\n" << v.err;
+    EXPECT_NE(v.err.find(cases[i].second), std::string::npos) << v.err.substr(0, 400);
+    EXPECT_EQ(v.err.find("json.exception"), std::string::npos) << v.err.substr(0, 400);
+  }
+  const Streams r = run_streams("run " + dir + "/wf0.json");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("number 1e999 is out of range"), std::string::npos) << r.err;
+
+  for (const std::string& config : {std::string(R"({"port": 0, "limits": {"drain_seconds": 1e999}})"),
+                                    R"({"port": 0, "runtime": )" + std::string(100, '[') + std::string(100, ']') + "}"}) {
+    const std::string path = dir + "/config.json", err = dir + "/serve_err.txt";
+    std::ofstream(path, std::ios::binary) << config;
+    const int rc = std::system(("timeout 60 " + kArbor + " serve --config " + path + " > /dev/null 2> " + err).c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 2) << rc;
+    std::ifstream in(err);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(path + ": invalid JSON at line 1, column"), std::string::npos) << text;
+  }
+}
+
 TEST(Cli, ServeFlagsOverrideTheConfigFileOnlyWhenGiven) {
   REQUIRE_ARBOR();
   const std::string config = std::string(ARBOR_BINARY_DIR) + "/cli_serve_config.json";

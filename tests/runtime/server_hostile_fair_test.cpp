@@ -41,9 +41,9 @@ class ThrowingBackend final : public Backend {
   }
   Result<std::shared_ptr<RunControl>> start_run(const std::string& workflow, const std::map<std::string, std::string>& inputs,
                                                 EventCallback on_event, const std::string& tenant,
-                                                const std::string& base_dir) override {
+                                                const DocumentAccess& documents) override {
     if (workflow.find("THROW") != std::string::npos) throw std::out_of_range("backend bug");
-    return inner.start_run(workflow, inputs, std::move(on_event), tenant, base_dir);
+    return inner.start_run(workflow, inputs, std::move(on_event), tenant, documents);
   }
   std::string run_json(const RunResult& r) const override { return inner.run_json(r); }
   CacheStats cache_stats() const override { return inner.cache_stats(); }

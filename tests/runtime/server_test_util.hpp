@@ -286,7 +286,7 @@ class FakeBackend final : public Backend {
   Result<std::shared_ptr<RunControl>> start_run(const std::string& workflow_json,
                                                 const std::map<std::string, std::string>& inputs,
                                                 EventCallback on_event, const std::string& tenant,
-                                                const std::string&) override {
+                                                const DocumentAccess&) override {
     auto doc = nlohmann::json::parse(workflow_json, nullptr, false);
     if (doc.is_discarded() || !doc.contains("agents"))
       return fail(ErrorCode::invalid_argument, "<text>:1:1: /agents: a workflow needs at least one agent");

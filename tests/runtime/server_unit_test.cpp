@@ -22,9 +22,17 @@ TEST(ServerJson, MalformedJsonReportsLineAndColumn) {
   EXPECT_NE(r.error().message.find("line 3, column"), std::string::npos) << r.error().message;
 }
 
-TEST(ServerJson, LineColumnCountsFromOne) {
-  EXPECT_EQ(line_column("abc", 0), "line 1, column 1");
-  EXPECT_EQ(line_column("ab\ncd", 4), "line 2, column 2");
+TEST(ServerJson, EveryParseFailureIs400WithoutLibraryText) {
+  for (const std::string& text : {std::string(R"({"max_tokens": 1e999})"), std::string(20000, '[') + "1" + std::string(20000, ']'),
+                                  std::string("{\"a\": \"\xff\"}"), std::string("{\"a\": [1,"), std::string("\xFF\xFE{\0}\0", 6)}) {
+    auto r = parse_json(text);
+    ASSERT_FALSE(r.has_value()) << text.substr(0, 40);
+    EXPECT_EQ(r.error().status, 400);
+    EXPECT_EQ(r.error().code, "invalid_json");
+    EXPECT_NE(r.error().message.find("line 1, column"), std::string::npos) << r.error().message;
+    EXPECT_EQ(r.error().message.find("json.exception"), std::string::npos) << r.error().message;
+  }
+  EXPECT_NE(parse_json(R"({"t": 1e999})").error().message.find("number 1e999 is out of range"), std::string::npos);
 }
 
 TEST(ServerJson, ErrorBodyHasMessageTypeCode) {

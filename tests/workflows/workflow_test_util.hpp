@@ -12,7 +12,7 @@ namespace arbor::workflows::testing {
 inline const std::string kExamplesDir = std::string(ARBOR_SOURCE_DIR) + "/workflows/examples";
 
 inline LoadResult<Plan> load(const std::string& text, const InputOverrides& overrides = {}) {
-  return load_workflow_text(text, kExamplesDir, overrides, "wf.json");
+  return load_workflow_text(text, DocumentAccess::local_to(kExamplesDir), overrides, "wf.json");
 }
 
 // The diagnostics of a load that must fail.

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/document_access.hpp"
 #include "common/result.hpp"
 
 namespace arbor {
@@ -208,11 +209,12 @@ class Runtime {
                         const std::map<std::string, std::string>& inputs = {});
   // Starts a workflow (file path, or JSON text when `is_text`) and returns at once.
   // `tenant_override`, when set, replaces the workflow's tenant (the server sets it
-  // from the API key, never from the request body).
+  // from the API key, never from the request body). `documents` says which prefix
+  // files a workflow given as text may read (a file path reads relative to its folder).
   Result<RunHandle> start(const std::string& workflow, const std::map<std::string, std::string>& inputs,
                           EventCallback on_event = {}, bool is_text = false,
                           std::optional<std::string> tenant_override = std::nullopt,
-                          const std::string& base_dir = ".");
+                          const DocumentAccess& documents = DocumentAccess::local_to("."));
 
   // One-shot generation through the same cache actor.
   Result<GenerateResult> generate(const GenerateRequest& request);
