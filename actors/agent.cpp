@@ -1,5 +1,6 @@
 #include "actors/agent.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -50,7 +51,8 @@ const std::string& prefix_text(const AgentState& s) {
 Result<std::string> render(AgentActor* self, const workflows::Template& tmpl) {
   auto& s = self->state;
   auto ctx = workflows::make_context(*s.env->plan, *s.plan, s.outputs);
-  if (s.stage == Stage::turns) ctx.previous = s.last_output;
+  // {{previous}}: the last turn's output, in follow-up turns and in a fan_in after a task.
+  if (s.stage == Stage::turns || s.stage == Stage::fan_in) ctx.previous = s.last_output;
   return tmpl.render(ctx);
 }
 
@@ -78,8 +80,10 @@ void finish(AgentActor* self, const std::string& status, const std::string& erro
   s.report.error = error;
   s.report.attempts = s.attempt;
   if (s.started) s.report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.start).count();
-  if (s.parent) self->send(s.parent, s.report);
+  // The run actor hears first: whatever the parent does next (its fan_in may fetch
+  // this report from the run actor) reaches the run actor after this report.
   self->send(s.run, s.report);
+  if (s.parent) self->send(s.parent, s.report);
   self->quit();
 }
 
@@ -173,7 +177,47 @@ void turn(AgentActor* self, const std::string& text) {
   send_turn(self);
 }
 
+// Ids of the {{outputs.ID}} instances `tmpl` reads that this agent has not received
+// itself (it receives its depends_on and its sub-agents' outputs): a transitive
+// dependency, an ancestor's dependency, a sub-agent's sub-agent. The validator
+// guarantees each has finished when `tmpl` renders; the run actor holds their reports.
+std::vector<std::string> missing_outputs(const AgentState& s, const workflows::Template& tmpl) {
+  std::vector<std::string> out;
+  for (const auto& v : tmpl.variables()) {
+    if (v.kind != workflows::VarKind::output) continue;
+    auto it = s.plan->output_sources.find(v.name);
+    if (it == s.plan->output_sources.end()) continue;
+    for (const auto& id : it->second)
+      if (!s.outputs.contains(id) && std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+  }
+  return out;
+}
+
+void render_and_turn(AgentActor* self, const workflows::Template& tmpl);
+
+// Asks the run actor for the outputs `tmpl` still lacks, then renders it.
+void fetch_outputs(AgentActor* self, std::vector<std::string> ids, const workflows::Template* tmpl) {
+  auto& s = self->state;
+  const int attempt = s.attempt;
+  self->request(s.run, caf::infinite, DepsRequest{std::move(ids)})
+      .then(
+          [self, attempt, tmpl](DepsReply& r) {
+            auto& st = self->state;
+            if (st.finished || attempt != st.attempt) return;
+            if (!r.ok) return finish(self, "failed", "agent '" + st.plan->id + "': " + r.error);
+            for (std::size_t i = 0; i < r.ids.size(); ++i) st.outputs[r.ids[i]] = r.outputs[i];
+            render_and_turn(self, *tmpl);
+          },
+          [self, attempt](caf::error& e) {
+            if (self->state.finished || attempt != self->state.attempt) return;
+            finish(self, "failed", "agent '" + self->state.plan->id +
+                                       "': reading outputs failed: " + self->system().render(e));
+          });
+}
+
 void render_and_turn(AgentActor* self, const workflows::Template& tmpl) {
+  if (auto missing = missing_outputs(self->state, tmpl); !missing.empty())
+    return fetch_outputs(self, std::move(missing), &tmpl);
   auto text = render(self, tmpl);
   if (!text) return finish(self, "failed", "agent '" + self->state.plan->id + "': " + text.error().message);
   turn(self, *text);

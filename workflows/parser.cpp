@@ -289,6 +289,18 @@ std::optional<ForEachSpec> parse_for_each(Reader& r, const json& v, const std::s
   return fe;
 }
 
+// A single id written as a string is one mistake, reported once: it is kept as a
+// one-element list so later checks ({{outputs.ID}} needs depends_on) do not report
+// the same mistake again in other words.
+std::vector<TextSpec> parse_depends_on(Reader& r, const json& obj, const std::string& p) {
+  if (!obj.contains("depends_on") || !obj["depends_on"].is_string()) return r.strings(obj, p, "depends_on");
+  const std::string id = obj["depends_on"].get<std::string>();
+  const std::string dp = p + "/depends_on";
+  r.error(dp, "expected an array of agent ids, got a string; write \"depends_on\": [" + json(id).dump() + "]");
+  if (id.empty()) return {};
+  return {TextSpec{id, dp}};
+}
+
 const std::vector<std::string> kAgentFields = {
     "id",    "description", "prefix",      "layout",     "task",       "turns",      "fan_in",
     "agents", "for_each",   "depends_on",  "generation", "max_retries", "timeout_ms"};
@@ -315,7 +327,7 @@ std::optional<AgentSpec> parse_agent(Reader& r, const json& v, const std::string
   a.turns = r.strings(v, p, "turns");
   a.fan_in = r.text(v, p, "fan_in");
   if (v.contains("for_each")) a.for_each = parse_for_each(r, v["for_each"], p + "/for_each");
-  a.depends_on = r.strings(v, p, "depends_on");
+  a.depends_on = parse_depends_on(r, v, p);
   if (v.contains("generation")) a.generation = parse_generation(r, v["generation"], p + "/generation");
   a.max_retries = parse_retries(r, v, p);
   a.timeout_ms = parse_timeout(r, v, p);
