@@ -1,11 +1,12 @@
 // Fuzzes the OpenAI request path of the server without sockets: the body parser
 // (parse_json), request validation for /v1/chat/completions and /v1/completions, the
-// response and stream documents built from what was accepted, and the UTF-8 joiner
-// that splits token pieces into valid stream deltas.
+// response and stream documents built from what was accepted, and the stop checker
+// where token pieces become the streamed text (model/sampler_stop).
 //
 // Invariants: nothing throws; an error is a 4xx with a message; an accepted request's
 // values are in their documented ranges; documents serialize (invalid UTF-8 replaced);
-// the joiner loses no byte and emits only whole characters of valid input.
+// every streamed chunk is valid UTF-8, the chunks add up to the final text, and valid
+// text comes out unchanged.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,8 @@
 #include <string_view>
 
 #include "fuzz/fuzz_check.hpp"
+#include "model/sampler_stop.hpp"
+#include "model/unicode.hpp"
 #include "runtime/server/openai_api.hpp"
 
 namespace {
@@ -20,18 +23,7 @@ namespace {
 using namespace arbor::server;
 constexpr int kCap = 1024;
 
-bool valid_utf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += n;
-  }
-  return true;
-}
+using arbor::model::unicode::is_valid_utf8;
 
 void check_accepted(const CompletionRequest& r, bool chat) {
   const auto& s = r.generate.sampling;
@@ -50,23 +42,25 @@ void check_documents(const std::string& text, bool chat) {
   result.text = text;
   result.finish_reason = "length";
   const std::string whole = dump(completion_response(chat, "id", 0, "m", result));
-  ARBOR_FUZZ_CHECK(valid_utf8(whole), whole);
+  ARBOR_FUZZ_CHECK(is_valid_utf8(whole), whole);
   const std::string frame = sse_data(completion_chunk(chat, "id", 0, "m", text, true, "stop"));
   ARBOR_FUZZ_CHECK(frame.find('\n') == frame.size() - 2, frame);  // one data line, then the blank line
 
-  // Token pieces: the text cut every 1..4 bytes (cut widths from the text itself).
-  Utf8Joiner joiner;
-  std::string joined;
+  // Token pieces: the text cut every 1..4 bytes (cut widths from the text itself), then
+  // an end-of-generation token.
+  arbor::model::StopChecker checker({.end_of_generation_ids = {0}});
+  std::string streamed;
   std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t width = 1 + static_cast<unsigned char>(text[pos]) % 4;
-    const std::string out = joiner.push(std::string_view(text).substr(pos, width));
-    if (valid_utf8(text)) ARBOR_FUZZ_CHECK(valid_utf8(out), out);
-    joined += out;
-    pos += width;
+  while (pos <= text.size()) {
+    const std::size_t width = pos < text.size() ? 1 + static_cast<unsigned char>(text[pos]) % 4 : 0;
+    checker.push(width ? 1 : 0, std::string_view(text).substr(pos, width));
+    const std::string out = checker.take_ready();
+    ARBOR_FUZZ_CHECK(is_valid_utf8(out), out);
+    streamed += out;
+    pos += width ? width : 1;
   }
-  joined += joiner.flush();
-  ARBOR_FUZZ_CHECK(joined == text, "the joiner changed the text");
+  ARBOR_FUZZ_CHECK(streamed == checker.text(), "the stream does not add up to the text");
+  if (is_valid_utf8(text)) ARBOR_FUZZ_CHECK(checker.text() == text, "valid text was changed");
 }
 
 }  // namespace
@@ -76,7 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto json = parse_json(body);
   if (!json) {
     ARBOR_FUZZ_CHECK(json.error().status == 400 && !json.error().message.empty(), json.error().message);
-    ARBOR_FUZZ_CHECK(valid_utf8(error_body(json.error())), json.error().message);
+    ARBOR_FUZZ_CHECK(is_valid_utf8(error_body(json.error())), json.error().message);
     return 0;
   }
   for (bool chat : {true, false}) {

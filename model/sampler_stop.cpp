@@ -54,19 +54,15 @@ std::size_t StopChecker::safe_end() const {
       }
     }
   }
-  // Hold back an incomplete trailing UTF-8 sequence.
-  for (std::size_t back = 1; back <= 4 && back <= end; ++back) {
-    const auto c = static_cast<unsigned char>(text_[end - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    if (unicode::utf8_sequence_length(c) > int(back)) end -= back;
-    break;
-  }
-  return end;
+  // Hold back an unfinished trailing character: the next token may complete it.
+  return end - unicode::utf8_incomplete_tail(std::string_view(text_).substr(0, end));
 }
+
+std::string StopChecker::text() const { return unicode::to_valid_utf8(text_); }
 
 std::string StopChecker::take_ready() {
   const std::size_t end = std::max(safe_end(), emitted_);
-  std::string out = text_.substr(emitted_, end - emitted_);
+  std::string out = unicode::to_valid_utf8(std::string_view(text_).substr(emitted_, end - emitted_));
   emitted_ = end;
   return out;
 }

@@ -3,6 +3,14 @@
 // starts), and a token budget. Also tells a streaming caller which bytes are safe to
 // emit: never a possible beginning of a stop string, never half a UTF-8 sequence.
 //
+// This is where a sequence's token bytes become text, so it is where the text becomes
+// valid UTF-8: token pieces are raw bytes (a byte-level or byte-fallback token may hold
+// part of a character, or bytes no character has). What it hands out, streamed or whole,
+// is always valid UTF-8: an unfinished character is held back until a later token
+// completes it, and at the end (or where it can never be completed) each ill-formed
+// subsequence becomes U+FFFD (unicode::to_valid_utf8). The streamed chunks concatenate
+// to text().
+//
 // One StopChecker per sequence; not thread-safe. push() is O(piece + sum of stop lengths).
 #pragma once
 
@@ -33,16 +41,18 @@ class StopChecker {
 
   StopReason reason() const { return reason_; }
   int num_tokens() const { return num_tokens_; }
-  // All text so far (cut at the stop string once one matched).
-  const std::string& text() const { return text_; }
-  // The bytes that became safe to show since the last call; after a stop, everything left.
+  // All text so far as valid UTF-8 (cut at the stop string once one matched); an
+  // unfinished character at its end is U+FFFD (the final text of a cut sequence).
+  std::string text() const;
+  // The text that became safe to show since the last call, valid UTF-8; after a stop,
+  // everything left.
   std::string take_ready();
 
  private:
   std::size_t safe_end() const;
 
   StopConfig config_;
-  std::string text_;
+  std::string text_;  // raw token bytes
   std::size_t emitted_ = 0;
   std::size_t max_stop_len_ = 0;
   int num_tokens_ = 0;

@@ -60,35 +60,88 @@ int utf8_sequence_length(unsigned char lead) {
   return 1;
 }
 
+Utf8Head utf8_head(std::string_view text) {
+  if (text.empty()) return {};
+  const auto lead = static_cast<unsigned char>(text[0]);
+  if (lead < 0x80) return {1, 1};
+  // Table 3-7: the lead byte fixes the length and the range of the second byte.
+  int needed = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    needed = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    needed = 3;
+    if (lead == 0xE0) lo = 0xA0;  // below: overlong
+    if (lead == 0xED) hi = 0x9F;  // above: surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    needed = 4;
+    if (lead == 0xF0) lo = 0x90;  // below: overlong
+    if (lead == 0xF4) hi = 0x8F;  // above: past U+10FFFF
+  } else {
+    return {};  // a continuation byte, C0, C1 or F5..FF
+  }
+  int valid = 1;
+  while (valid < needed && std::size_t(valid) < text.size()) {
+    const auto c = static_cast<unsigned char>(text[std::size_t(valid)]);
+    if (c < lo || c > hi) break;
+    lo = 0x80, hi = 0xBF;
+    ++valid;
+  }
+  return {needed, valid};
+}
+
+bool is_valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const Utf8Head h = utf8_head(text.substr(i));
+    if (h.needed == 0 || h.valid < h.needed) return false;
+    i += std::size_t(h.needed);
+  }
+  return true;
+}
+
+std::size_t utf8_incomplete_tail(std::string_view text) {
+  // Walk back over continuation bytes to the last byte that could begin a character.
+  for (std::size_t back = 1; back <= 3 && back <= text.size(); ++back) {
+    const auto c = static_cast<unsigned char>(text[text.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;
+    const Utf8Head h = utf8_head(text.substr(text.size() - back));
+    return std::size_t(h.valid) == back && h.needed > h.valid ? back : 0;
+  }
+  return 0;
+}
+
+std::string to_valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const Utf8Head h = utf8_head(text.substr(i));
+    if (h.needed > 0 && h.valid == h.needed) {
+      out.append(text.substr(i, std::size_t(h.needed)));
+      i += std::size_t(h.needed);
+    } else {
+      out += "\xEF\xBF\xBD";  // U+FFFD for the maximal subpart (at least one byte)
+      i += std::size_t(std::max(h.valid, 1));
+    }
+  }
+  return out;
+}
+
 std::vector<CodeUnit> decode_utf8(std::string_view text) {
   std::vector<CodeUnit> out;
   out.reserve(text.size());
   std::size_t i = 0;
   while (i < text.size()) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    const int len = utf8_sequence_length(lead);
-    bool ok = (len == 1) ? lead < 0x80 : i + len <= text.size();
-    std::uint32_t cp = 0;
-    if (ok && len > 1) {
-      cp = lead & (0x7F >> len);
-      for (int k = 1; k < len && ok; ++k) {
-        const auto c = static_cast<unsigned char>(text[i + k]);
-        ok = (c & 0xC0) == 0x80;
-        cp = (cp << 6) | (c & 0x3F);
-      }
-      // Reject overlong forms, surrogates and values past U+10FFFF.
-      static constexpr std::uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-      ok = ok && cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    } else if (ok) {
-      cp = lead;
-    }
-    if (ok) {
-      out.push_back({cp, std::uint32_t(i), std::uint32_t(len)});
-      i += len;
-    } else {
-      out.push_back({0xFFFD, std::uint32_t(i), 1});
+    const Utf8Head h = utf8_head(text.substr(i));
+    if (h.needed == 0 || h.valid < h.needed) {
+      out.push_back({0xFFFD, std::uint32_t(i), 1});  // one unit per invalid byte
       i += 1;
+      continue;
     }
+    const auto lead = static_cast<unsigned char>(text[i]);
+    std::uint32_t cp = h.needed == 1 ? lead : lead & (0x7Fu >> h.needed);
+    for (int k = 1; k < h.needed; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + std::size_t(k)]) & 0x3F);
+    out.push_back({cp, std::uint32_t(i), std::uint32_t(h.needed)});
+    i += std::size_t(h.needed);
   }
   return out;
 }

@@ -5,6 +5,13 @@
 #include "arbor/runtime.hpp"
 
 namespace arbor {
+namespace {
+
+// Model text is valid UTF-8 where it is made (model::StopChecker); should anything else
+// slip through, it is replaced with U+FFFD here rather than thrown as type_error 316.
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+}  // namespace
 
 const char* to_string(Event::Kind kind) {
   switch (kind) {
@@ -47,7 +54,7 @@ std::string to_json(const RunResult& r) {
                  {"computed_tokens", computed},   {"generated_tokens", generated},
                  {"warmup_tokens", warmup}};
   if (!r.error.empty()) j["error"] = r.error;
-  return j.dump();
+  return dump(j);
 }
 
 std::string to_json(const CacheStats& s) {
@@ -76,7 +83,7 @@ std::string to_json(const CacheStats& s) {
                       {"live_sequences", s.live_sequences},
                       {"queued_requests", s.queued_requests},
                       {"tenants", tenants}};
-  return j.dump();
+  return dump(j);
 }
 
 std::string to_json(const GenerateResult& r) {
@@ -90,7 +97,7 @@ std::string to_json(const GenerateResult& r) {
                       {"prefill_ms", r.prefill_ms},
                       {"decode_ms", r.decode_ms},
                       {"finish_reason", r.finish_reason}};
-  return j.dump();
+  return dump(j);
 }
 
 }  // namespace arbor

@@ -7,6 +7,7 @@
 #include "actors/cache_actor.hpp"
 #include "actors/run_env.hpp"
 #include "model/engine_factory.hpp"
+#include "model/unicode.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "workflows/workflow.hpp"
 
@@ -293,7 +294,7 @@ std::vector<CacheTreeNode> Runtime::cache_tree(const std::string& tenant, std::s
               c.hit_count = n.hit_count;
               c.lock_count = n.lock_count;
               c.shared_namespace = n.shared_namespace;
-              c.snippet = tok.decode(n.first_tokens, true);
+              c.snippet = model::unicode::to_valid_utf8(tok.decode(n.first_tokens, true));  // may cut a character
               out.push_back(std::move(c));
             }
           },

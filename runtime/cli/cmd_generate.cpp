@@ -55,7 +55,8 @@ int run_generate(GenerateOptions& o) {
   }
   const GenerateResult& result = *finished;
   if (json) {
-    std::printf("%s\n", nlohmann::json::parse(to_json(result)).dump(2).c_str());
+    const auto doc = nlohmann::json::parse(to_json(result));
+    std::printf("%s\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
     std::fprintf(stderr, "[%zu prompt tokens (%zu cached), %zu generated; prefill %.0f ms, decode %.1f tokens/s]\n",

@@ -126,7 +126,7 @@ int run_workflows(const RunOptions& o) {
     nlohmann::json doc = {{"runs", nlohmann::json::array()}};
     for (const RunResult& r : results) doc["runs"].push_back(nlohmann::json::parse(to_json(r)));
     doc["cache"] = nlohmann::json::parse(to_json((*runtime)->cache_stats()));
-    std::printf("%s\n", doc.dump(2).c_str());
+    std::printf("%s\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     for (const RunResult& r : results) print_text_report(r);
     const CacheStats s = (*runtime)->cache_stats();

@@ -14,7 +14,6 @@ struct StreamState {
   std::mutex mutex;
   bool open = false;
   std::string prelude;
-  Utf8Joiner joiner;
 
   // Returns whether these frames opened the stream.
   bool emit(Exchange& ex, std::string frames, bool last) {
@@ -74,13 +73,9 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
 
   std::function<void(const std::string&)> on_token;
   if (stream) {
-    on_token = [stream, emit, chat, id, created, model](const std::string& piece) {
-      std::string text;
-      {
-        std::lock_guard lock(stream->mutex);
-        text = stream->joiner.push(piece);
-      }
-      if (!text.empty()) emit(sse_data(completion_chunk(chat, id, created, model, text, false, "")), false);
+    // Each piece is valid UTF-8 (Backend's contract): it goes out as it is.
+    on_token = [emit, chat, id, created, model](const std::string& piece) {
+      if (!piece.empty()) emit(sse_data(completion_chunk(chat, id, created, model, piece, false, "")), false);
     };
   }
   auto on_done = [this, ex, stream, emit, chat, id, created, model, tenant, live_id, route, slot,
@@ -100,13 +95,7 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
     }
     const GenerateResult& result = *outcome;
     if (!stream) return reply_json(ex, tenant, route, 200, dump(completion_response(chat, id, created, model, result)));
-    std::string tail;
-    {
-      std::lock_guard lock(stream->mutex);
-      tail = stream->joiner.flush();
-    }
     std::string frames;
-    if (!tail.empty()) frames += sse_data(completion_chunk(chat, id, created, model, tail, false, ""));
     auto last = completion_chunk(chat, id, created, model, "", false, finish_reason(result));
     last["usage"] = usage_json(result);
     frames += sse_data(last);

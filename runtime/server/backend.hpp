@@ -6,7 +6,9 @@
 // on_event) run on backend threads; they must be short and must not block. on_done
 // is called exactly once per started generation, after its last on_token, including
 // after cancel() (finish_reason "cancelled"); a generation that fails after it started
-// (e.g. its prompt can never fit the pool) ends with the error.
+// (e.g. its prompt can never fit the pool) ends with the error. Every text handed over
+// (token pieces, event texts, results) is valid UTF-8, each piece on its own: the runtime
+// makes model text valid where it is decoded (model::StopChecker).
 #pragma once
 
 #include <functional>

@@ -217,32 +217,4 @@ std::string sse_data(const nlohmann::ordered_json& doc, const std::string& event
   return out;
 }
 
-std::string Utf8Joiner::push(std::string_view piece) {
-  carry_.append(piece);
-  // Find where the last (possibly incomplete) character starts.
-  std::size_t n = carry_.size(), start = n;
-  for (std::size_t back = 1; back <= 4 && back <= n; ++back) {
-    const auto c = static_cast<unsigned char>(carry_[n - back]);
-    if ((c & 0xC0) != 0x80) {
-      start = n - back;
-      break;
-    }
-  }
-  std::size_t keep = 0;
-  if (start < n) {
-    const auto lead = static_cast<unsigned char>(carry_[start]);
-    const std::size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-    if (n - start < need) keep = n - start;
-  }
-  std::string out = carry_.substr(0, n - keep);
-  carry_.erase(0, n - keep);
-  return out;
-}
-
-std::string Utf8Joiner::flush() {
-  std::string out = std::move(carry_);
-  carry_.clear();
-  return out;
-}
-
 }  // namespace arbor::server

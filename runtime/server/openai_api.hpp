@@ -47,15 +47,4 @@ inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
 std::string dump(const nlohmann::ordered_json& doc);
 
-// Token pieces may end inside a multi-byte UTF-8 character; this holds such a tail
-// back until the rest arrives, so each delta sent is valid UTF-8.
-class Utf8Joiner {
- public:
-  std::string push(std::string_view piece);  // the complete characters so far
-  std::string flush();                       // whatever is left (may be invalid)
-
- private:
-  std::string carry_;
-};
-
 }  // namespace arbor::server

@@ -59,12 +59,7 @@ std::string RunEntry::frame(const Event& e) {
   j["type"] = to_string(e.kind);
   j["run_id"] = e.run_id;
   if (!e.agent_id.empty()) j["agent_id"] = e.agent_id;
-  if (e.kind == Event::Kind::token) {
-    auto& joiner = joiners_[e.agent_id];
-    j["text"] = joiner.push(e.text);
-  } else if (!e.text.empty()) {
-    j["text"] = e.text;
-  }
+  if (e.kind == Event::Kind::token || !e.text.empty()) j["text"] = e.text;  // valid UTF-8 (Backend)
   if (!e.status.empty()) j["status"] = e.status;
   if (e.kind == Event::Kind::agent_finished || e.kind == Event::Kind::run_finished)
     j["cache"] = cache_stats_json(e.cache, &tenant_);  // the run's tenant only

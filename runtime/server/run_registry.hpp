@@ -49,7 +49,6 @@ class RunEntry {
   std::shared_ptr<RunControl> control_;
   std::vector<std::string> log_;
   std::vector<std::shared_ptr<Exchange>> followers_;
-  std::map<std::string, Utf8Joiner> joiners_;  // per agent: token text split mid-character
   bool finished_ = false;
   std::atomic<bool> settled_{false};
   AdmissionSlot slot_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/unicode.hpp"
+
 namespace arbor::model {
 namespace {
 
@@ -61,6 +63,38 @@ TEST(StopChecker, HoldsBackIncompleteUtf8) {
   EXPECT_EQ(c.take_ready(), "");
   c.push(1, "\xA6\x99");
   EXPECT_EQ(c.take_ready(), "\xF0\x9F\xA6\x99");
+}
+
+// max_tokens can end a sequence inside a character: the final text and the stream both
+// end with U+FFFD instead of half a character (invalid UTF-8 broke every JSON dump).
+TEST(StopChecker, CharacterCutByMaxTokensEndsAsReplacement) {
+  StopChecker c({.max_tokens = 2});
+  EXPECT_EQ(c.push(1, "ok "), StopReason::none);
+  EXPECT_EQ(c.take_ready(), "ok ");
+  EXPECT_EQ(c.push(1, "\xF0\x9F"), StopReason::max_tokens);  // half an emoji, then the budget is spent
+  EXPECT_EQ(c.take_ready(), "\xEF\xBF\xBD");
+  EXPECT_EQ(c.text(), "ok \xEF\xBF\xBD");
+}
+
+TEST(StopChecker, InvalidBytesAreReplacedWhileStreaming) {
+  StopChecker c({});
+  std::string streamed;
+  for (const char* piece : {"a\xFF", "\x80" "b", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x82", "\xAC" "z"}) {
+    c.push(1, piece);
+    const std::string ready = c.take_ready();
+    EXPECT_TRUE(unicode::is_valid_utf8(ready));
+    streamed += ready;
+  }
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(streamed, "a" + fffd + fffd + "b" + fffd + fffd + fffd + fffd + fffd + "\xE2\x82\xAC" "z");
+  EXPECT_EQ(c.text(), streamed);
+}
+
+TEST(StopChecker, CancelledMidCharacterTextIsValid) {
+  StopChecker c({});
+  c.push(1, "abc\xE2\x82");
+  EXPECT_EQ(c.take_ready(), "abc");
+  EXPECT_EQ(c.text(), "abc\xEF\xBF\xBD");  // what a cancelled sequence reports
 }
 
 }  // namespace

@@ -149,17 +149,6 @@ TEST(ServerOpenAi, ChunksAndSseFraming) {
   EXPECT_EQ(frame.find('\n', 16), frame.size() - 2);  // the newline in the text is escaped
 }
 
-TEST(ServerOpenAi, Utf8JoinerHoldsBackSplitCharacters) {
-  const std::string euro = "\xE2\x82\xAC";  // U+20AC in three bytes
-  Utf8Joiner j;
-  EXPECT_EQ(j.push("a" + euro.substr(0, 1)), "a");
-  EXPECT_EQ(j.push(euro.substr(1, 1)), "");
-  EXPECT_EQ(j.push(euro.substr(2) + "b"), euro + "b");
-  EXPECT_EQ(j.push("\xF0\x9F"), "");
-  EXPECT_EQ(j.flush(), "\xF0\x9F");
-  EXPECT_EQ(j.push("plain"), "plain");
-}
-
 TEST(ServerMetrics, RendersCountersHistogramAndTenantFilter) {
   Metrics m;
   m.count_request("alpha", "/v1/chat/completions", 200);

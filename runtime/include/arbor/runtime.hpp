@@ -83,6 +83,9 @@ struct GenerateRequest {
   SamplingOptions sampling;
 };
 
+// Model text (GenerateResult::text, AgentResult::output, Event::text, streamed pieces) is
+// always valid UTF-8: a character cut by max_tokens or a stop ends as U+FFFD, and a
+// streamed piece never ends inside a character.
 struct GenerateResult {
   std::string text;
   std::vector<std::int32_t> tokens;  // generated token ids
@@ -149,7 +152,7 @@ struct CacheTreeNode {
   std::uint64_t hit_count = 0;
   int lock_count = 0;
   bool shared_namespace = false;
-  std::string snippet;  // the edge's first tokens, decoded
+  std::string snippet;  // the edge's first tokens, decoded (valid UTF-8)
 };
 
 struct Event {
