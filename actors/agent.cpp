@@ -281,6 +281,23 @@ void advance(AgentActor* self) {
   finish(self, "ok", "");
 }
 
+void on_deadline(AgentActor* self, int attempt) {
+  auto& s = self->state;
+  if (s.finished || attempt != s.attempt) return;
+  attempt_failed(self, "timed out after " + std::to_string(s.plan->timeout_ms) + " ms", true);
+}
+
+// The attempt's deadline is a request to itself that is never answered, so that CAF's
+// request timeout fires after timeout_ms. Not a delayed_send: its pending message would
+// keep a stopped agent's actor alive until it is due (timeout_ms, 120 s by default),
+// kilobytes per agent; a request timeout is dropped as soon as the actor stops.
+void arm_deadline(AgentActor* self) {
+  const int attempt = self->state.attempt;
+  self->request(caf::actor_cast<caf::actor>(self), std::chrono::milliseconds(self->state.plan->timeout_ms),
+                timeout_atom::value, attempt)
+      .then([] {}, [self, attempt](caf::error&) { on_deadline(self, attempt); });
+}
+
 void begin_attempt(AgentActor* self) {
   auto& s = self->state;
   ++s.attempt;
@@ -290,8 +307,7 @@ void begin_attempt(AgentActor* self) {
   s.last_ids.clear();
   s.last_output.clear();
   s.next_turn = 0;
-  const auto ms = std::chrono::milliseconds(s.plan->timeout_ms);
-  self->delayed_send(self, ms, timeout_atom::value, s.attempt);
+  arm_deadline(self);
   const auto& faults = s.env->faults;
   if (auto it = faults.fail_attempts.find(s.plan->id); it != faults.fail_attempts.end() && s.attempt <= it->second)
     return attempt_failed(self, "injected fault on attempt " + std::to_string(s.attempt), false);
@@ -366,11 +382,7 @@ caf::behavior agent_actor(AgentActor* self, std::shared_ptr<const RunEnv> env,
                                              "': waiting for dependencies failed: " + self->system().render(e));
                 });
       },
-      [self](timeout_atom, int attempt) {
-        auto& st = self->state;
-        if (st.finished || attempt != st.attempt) return;
-        attempt_failed(self, "timed out after " + std::to_string(st.plan->timeout_ms) + " ms", true);
-      },
+      [](timeout_atom, int) -> caf::delegated<void> { return {}; },  // arm_deadline: never answered
       [self](AgentReport& r) { on_child_report(self, r); },
   };
 }

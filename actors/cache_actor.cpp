@@ -13,6 +13,15 @@ struct CacheState {
 
 using CacheActor = caf::stateful_actor<CacheState>;
 
+// The id of the message's sender, monitored from now on: when it stops, whatever it left
+// (queued or live requests, pins) is cancelled. 0 for an anonymous sender.
+std::uint64_t monitored_sender(CacheActor* self) {
+  auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  if (!sender) return 0;
+  if (self->state.monitored.insert(sender).second) self->monitor(sender);
+  return sender.id();
+}
+
 void schedule_step(CacheActor* self) {
   if (self->state.step_pending || !self->state.scheduler->has_work()) return;
   self->state.step_pending = true;
@@ -29,11 +38,7 @@ caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<Sche
   return {
       [self](SeqRequest& req) -> caf::result<SeqResult> {
         auto rp = self->make_response_promise<SeqResult>();
-        std::uint64_t owner = 0;
-        if (auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender())) {
-          owner = sender.id();
-          if (self->state.monitored.insert(sender).second) self->monitor(sender);
-        }
+        const std::uint64_t owner = monitored_sender(self);
         Scheduler::TokenFn on_token;
         if (req.listener) {
           caf::actor listener = req.listener;
@@ -57,7 +62,7 @@ caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<Sche
         self->state.scheduler->cancel_run(c.run_id);
         schedule_step(self);
       },
-      [self](PinRequest& p) -> PinReply { return self->state.scheduler->pin(p); },
+      [self](PinRequest& p) -> PinReply { return self->state.scheduler->pin(p, monitored_sender(self)); },
       [self](UnpinRequest& u) {
         self->state.scheduler->unpin(u.pin_id);
         schedule_step(self);  // pinned pages may now be evictable for a queued request

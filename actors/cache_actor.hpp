@@ -9,7 +9,8 @@
 //   (get_atom, stats_atom) -> CacheSnapshot.
 // It drives itself with (step_atom) messages while work exists, one Engine::forward per
 // step, so every other message interleaves between steps. It monitors each requester
-// and cancels a requester's sequences when it dies (no leaked page locks).
+// and cancels a requester's sequences and drops its pins when it dies (no leaked page
+// locks, also for a request or pin that arrives after its run was closed).
 // Spawned detached: a step blocks its own thread, never a scheduler worker.
 #pragma once
 

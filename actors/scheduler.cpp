@@ -420,11 +420,19 @@ void Scheduler::cancel_owner(std::uint64_t owner) {
   for (const auto& l : live_)
     if (l->p.owner == owner) ids.push_back(l->p.request.request_id);
   for (auto id : ids) cancel(id);
+  std::vector<std::uint64_t> pins;
+  for (const auto& [id, pin] : pins_)
+    if (owner != 0 && pin.owner == owner) pins.push_back(id);
+  for (auto id : pins) unpin(id);
 }
 
 void Scheduler::cancel_run(const std::string& run_id) {
   if (run_id.empty()) return;
-  closed_runs_.insert(run_id);
+  if (closed_runs_.insert(run_id).second) closed_order_.push_back(run_id);
+  if (closed_order_.size() > kClosedRunsKept) {
+    closed_runs_.erase(closed_order_.front());
+    closed_order_.pop_front();
+  }
   std::vector<std::uint64_t> ids;
   for (const auto& lane : queue_.lanes())
     for (const auto& p : lane.items)
@@ -438,7 +446,7 @@ void Scheduler::cancel_run(const std::string& run_id) {
   for (auto id : pins) unpin(id);
 }
 
-PinReply Scheduler::pin(const PinRequest& req) {
+PinReply Scheduler::pin(const PinRequest& req, std::uint64_t owner) {
   PinReply reply;
   if (!config_.prefix_caching) {
     reply.error = "prefix caching is off";
@@ -458,7 +466,7 @@ PinReply Scheduler::pin(const PinRequest& req) {
     reply.error = id.error().message;
     return reply;
   }
-  PinEntry entry{req.run_id, *tenant, req.tokens, false};
+  PinEntry entry{owner, req.run_id, *tenant, req.tokens, false};
   if (config_.eviction == cache::EvictionPolicyKind::priority && req.priority != 0) {
     if (auto n = cache_->set_priority(*tenant, req.tokens, req.priority)) {
       entry.prioritized = true;

@@ -101,14 +101,22 @@ class Scheduler {
   // Cancels a queued or live request: done gets finish_reason "cancelled" with what
   // was generated so far. Unknown ids are ignored.
   void cancel(std::uint64_t request_id);
+  // Cancels the owner's requests and drops its pins (the owner is gone).
   void cancel_owner(std::uint64_t owner);
-  // Cancels the run's requests and pins and refuses its later requests.
+  // Cancels the run's requests and pins and refuses its later requests and pins. Only
+  // the last kClosedRunsKept closed runs are remembered (memory stays bounded however
+  // many runs a server sees): a late request of a run closed long ago could only come
+  // from an agent that has stopped, and cancel_owner ends whatever that agent left.
   void cancel_run(const std::string& run_id);
+  static constexpr std::size_t kClosedRunsKept = 1024;
+  std::size_t num_closed_runs() const { return closed_runs_.size(); }
 
   bool has_work() const { return !live_.empty() || !queue_.empty(); }
   void step();
 
-  PinReply pin(const PinRequest& request);
+  // `owner` as in submit: the pin is dropped by cancel_owner(owner).
+  PinReply pin(const PinRequest& request, std::uint64_t owner = 0);
+  std::size_t num_pins() const { return pins_.size(); }
   void unpin(std::uint64_t pin_id);
   PinReply set_priority(const PriorityRequest& request);
   CacheSnapshot snapshot() const;
@@ -145,6 +153,7 @@ class Scheduler {
     Clock::time_point admitted, first_token;
   };
   struct PinEntry {
+    std::uint64_t owner = 0;
     std::string run_id;
     cache::TenantId tenant = 0;
     std::vector<std::int32_t> tokens;
@@ -177,6 +186,7 @@ class Scheduler {
   std::vector<float> logits_;
   std::map<std::uint64_t, PinEntry> pins_;
   std::set<std::string> closed_runs_;
+  std::deque<std::string> closed_order_;  // closed_runs_, oldest first
   std::uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, computed_tokens_ = 0, generated_tokens_ = 0;
   std::uint64_t warmup_tokens_ = 0;
   std::uint64_t num_steps_ = 0;

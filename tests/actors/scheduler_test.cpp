@@ -141,5 +141,31 @@ TEST(Scheduler, PrefillOnlyWarmsTheCacheAndPinsHoldIt) {
   h.expect_clean();
 }
 
+// A server sees runs without end: what the scheduler remembers per run stays bounded,
+// and forgetting an old closed run cannot leak a pin (its owner's end drops it).
+TEST(Scheduler, PerRunBookkeepingIsBoundedAndPinsDieWithTheirOwner) {
+  Harness h(config());
+  const std::size_t kept = Scheduler::kClosedRunsKept;
+  for (std::size_t i = 0; i < kept + 500; ++i) h.s->cancel_run("run-" + std::to_string(i));
+  EXPECT_EQ(h.s->num_closed_runs(), kept);
+  Conversation c(real_model()->tokenizer(), real_chat());
+  c.start(shared_system(), "Hi");
+  const auto late = h.submit(c.prompt(), 4, "t", "run-" + std::to_string(kept + 499));
+  EXPECT_EQ(h.results.at(late).error_code, int(ErrorCode::cancelled));  // recent runs are still refused
+
+  h.submit(c.system_ids(), 0, "t", "run-new");
+  h.drain();
+  auto pin = h.s->pin(PinRequest{"t", "run-0", c.system_ids(), 1}, /*owner=*/42);  // run-0 is forgotten
+  ASSERT_TRUE(pin.ok) << pin.error;
+  auto other = h.s->pin(PinRequest{"t", "run-new", c.system_ids(), 1}, /*owner=*/43);
+  ASSERT_TRUE(other.ok) << other.error;
+  EXPECT_EQ(h.s->num_pins(), 2u);
+  h.s->cancel_owner(42);  // the agent that pinned has stopped
+  EXPECT_EQ(h.s->num_pins(), 1u);
+  h.s->unpin(other.pin_id);
+  EXPECT_EQ(h.s->num_pins(), 0u);
+  h.expect_clean();
+}
+
 }  // namespace
 }  // namespace arbor::actors
