@@ -90,6 +90,9 @@ void RunHandle::State::on_agent(const actors::AgentReport& report) {
 
 void RunHandle::State::on_finished(const std::string& status, const std::string& error, double wall_ms,
                                    const actors::CacheSnapshot&) {
+  // No event follows: let go of the callback, which may own what owns this handle (the
+  // server's run entry holds the handle and its callback holds the entry).
+  callback = nullptr;
   {
     std::lock_guard lock(mu);
     result.status = status;

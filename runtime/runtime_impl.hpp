@@ -26,7 +26,7 @@ GenerateResult to_generate_result(const actors::SeqResult& result);
 // Written by the run actor (through RunSink), read by any thread.
 struct RunHandle::State : actors::RunSink {
   std::shared_ptr<const workflows::Plan> plan;
-  EventCallback callback;
+  EventCallback callback;  // run actor's thread only; dropped when the run ends
   mutable std::mutex mu;
   std::condition_variable cv;
   bool finished = false;

@@ -54,7 +54,7 @@ bool method_allowed(const std::string& allowed, const std::string& method) {
 }  // namespace
 
 Api::Api(const ServerConfig& config, Backend& backend)
-    : config_(config), backend_(backend), runs_(config.max_runs) {}
+    : config_(config), backend_(backend), runs_(config.max_runs, config.max_run_bytes) {}
 
 std::string Api::next_id(const char* prefix) {
   return std::string(prefix) + std::to_string(std::time(nullptr)) + "-" + std::to_string(next_id_++);

@@ -53,6 +53,7 @@ class Api {
   int inflight() const;
 
   Metrics& metrics() { return metrics_; }
+  const RunRegistry& runs() const { return runs_; }
   // How to run short follow-up work off a backend callback (the server posts it to
   // its I/O pool); without one it runs inline.
   void set_defer(std::function<void(std::function<void()>)> defer) { defer_ = std::move(defer); }

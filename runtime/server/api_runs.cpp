@@ -56,7 +56,10 @@ void Api::finish_run(const std::shared_ptr<RunEntry>& entry, const std::string& 
   auto control = entry->control();
   if (!control || !entry->settle()) return;
   AdmissionSlot slot = entry->take_slot();  // released on return, after the run is recorded
-  metrics_.record_run(tenant, control->wait());  // its run_finished event has been seen
+  const RunResult result = control->wait();  // its run_finished event has been seen
+  metrics_.record_run(tenant, result);
+  entry->retire(backend_.run_json(result), result.status);  // a summary is all that stays
+  runs_.trim();
 }
 
 void Api::list_runs(const ExchangePtr& ex, const Principal& p) {
@@ -66,7 +69,8 @@ void Api::list_runs(const ExchangePtr& ex, const Principal& p) {
     nlohmann::ordered_json o;
     o["id"] = id;
     o["tenant"] = entry->tenant();
-    o["status"] = control ? control->snapshot().status : "starting";
+    const auto retired = entry->retired_status();
+    o["status"] = retired ? *retired : control ? control->snapshot().status : "starting";
     data.push_back(std::move(o));
   }
   reply_json(ex, p.tenant, "/v1/runs", 200, dump(nlohmann::ordered_json{{"object", "list"}, {"data", data}}));
@@ -85,6 +89,8 @@ void Api::run_request(const HttpRequest& req, const ExchangePtr& ex, const Princ
     metrics_.count_request(p.tenant, route, 200);
     return entry->follow(ex);
   }
+  // A retired run answers with its summary (DELETE has nothing left to cancel).
+  if (auto document = entry->document()) return reply_json(ex, p.tenant, route, 200, *document);
   if (req.method == "DELETE") control->cancel();
   // After its run_finished event a run reports its final document (the handle
   // catches up within microseconds of the event).

@@ -73,15 +73,16 @@ bool RunEntry::publish(const Event& event) {
     std::lock_guard lock(mutex_);
     if (finished_) return false;
     f = frame(event);
-    if (event.kind == Event::Kind::token && log_.size() >= kMaxLoggedEvents) {
-      // Keep the log bounded; live followers still get the token.
-    } else {
-      log_.push_back(f);
+    const bool token = event.kind == Event::Kind::token;
+    if (!token || log_.size() < kMaxLoggedEvents) {  // keep the log bounded; followers still get tokens
+      log_bytes_ += f.size();
+      log_.push_back({token, f});
     }
     if (event.kind == Event::Kind::run_finished) {
       finished_ = first_finish = true;
       f += kSseDone;
-      log_.emplace_back(kSseDone);
+      log_.push_back({false, std::string(kSseDone)});
+      drop_token_frames();  // a finished run replays its lifecycle; the outputs are in agent_finished
     }
     // Sent under the lock so followers see events in log order (send never blocks).
     for (const auto& ex : followers_) {
@@ -98,7 +99,8 @@ void RunEntry::follow(const std::shared_ptr<Exchange>& exchange) {
   bool done;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& f : log_) backlog += f;
+    backlog.reserve(log_bytes_);
+    for (const auto& f : log_) backlog += f.sse;
     done = finished_;
     if (!done) {
       std::erase_if(followers_, [](const auto& ex) { return ex->abandoned(); });
@@ -111,9 +113,44 @@ void RunEntry::follow(const std::shared_ptr<Exchange>& exchange) {
   if (done) exchange->end();
 }
 
+void RunEntry::drop_token_frames() {
+  std::erase_if(log_, [](const Frame& f) { return f.token; });
+  log_.shrink_to_fit();
+  log_bytes_ = 0;
+  for (const auto& f : log_) log_bytes_ += f.sse.size();
+}
+
+void RunEntry::retire(std::string document, std::string status) {
+  std::shared_ptr<RunControl> control;  // released outside the lock
+  std::lock_guard lock(mutex_);
+  document_ = std::move(document);
+  status_ = std::move(status);
+  control = std::move(control_);
+}
+
+std::optional<std::string> RunEntry::document() const {
+  std::lock_guard lock(mutex_);
+  return document_;
+}
+
+std::optional<std::string> RunEntry::retired_status() const {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+
+std::size_t RunEntry::retained_bytes() const {
+  std::lock_guard lock(mutex_);
+  return log_bytes_ + (document_ ? document_->size() : 0);
+}
+
 void RunRegistry::add(const std::string& id, std::shared_ptr<RunEntry> entry) {
   std::lock_guard lock(mutex_);
   if (runs_.emplace(id, std::move(entry)).second) order_.push_back(id);
+  prune();
+}
+
+void RunRegistry::trim() {
+  std::lock_guard lock(mutex_);
   prune();
 }
 
@@ -140,18 +177,46 @@ std::vector<std::shared_ptr<RunEntry>> RunRegistry::all() const {
   return out;
 }
 
+std::size_t RunRegistry::num_finished() const {
+  std::lock_guard lock(mutex_);
+  std::size_t n = 0;
+  for (const auto& [id, e] : runs_) n += e->finished();
+  return n;
+}
+
+std::size_t RunRegistry::finished_bytes() const {
+  std::lock_guard lock(mutex_);
+  std::size_t bytes = 0;
+  for (const auto& [id, e] : runs_)
+    if (e->finished()) bytes += e->retained_bytes();
+  return bytes;
+}
+
+std::size_t RunRegistry::size() const {
+  std::lock_guard lock(mutex_);
+  return runs_.size();
+}
+
 void RunRegistry::prune() {
-  std::size_t num_finished = 0;
-  for (const auto& id : order_) num_finished += runs_.at(id)->finished();
-  for (auto it = order_.begin(); num_finished > max_finished_ && it != order_.end();) {
-    if (runs_.at(*it)->finished()) {
-      runs_.erase(*it);
-      it = order_.erase(it);
-      --num_finished;
-    } else {
-      ++it;
-    }
+  struct Finished {
+    std::string id;
+    std::size_t bytes;
+  };
+  std::vector<Finished> finished;  // oldest first
+  std::size_t bytes = 0;
+  for (const auto& id : order_) {
+    const auto& e = runs_.at(id);
+    if (!e->finished()) continue;
+    finished.push_back({id, e->retained_bytes()});
+    bytes += finished.back().bytes;
   }
+  std::size_t dropped = 0;  // the newest finished run stays, whatever its size
+  while (dropped + 1 < finished.size() && (finished.size() - dropped > max_finished_ || bytes > max_bytes_)) {
+    bytes -= finished[dropped].bytes;
+    runs_.erase(finished[dropped].id);
+    ++dropped;
+  }
+  if (dropped > 0) std::erase_if(order_, [&](const std::string& id) { return !runs_.contains(id); });
 }
 
 }  // namespace arbor::server

@@ -122,13 +122,15 @@ Result<ServerConfig> parse_server_config(const std::string& text) {
             r.string(j, "", "admin_key", c.admin_key) && r.string(j, "", "workflow_dir", c.workflow_dir) &&
             r.string(j, "", "default_tenant", c.default_tenant) &&
             r.check_keys(limits, "/limits",
-                         {"max_body_bytes", "max_inflight", "max_tokens", "drain_seconds", "io_threads", "max_runs"}) &&
+                         {"max_body_bytes", "max_inflight", "max_tokens", "drain_seconds", "io_threads", "max_runs",
+                          "max_run_bytes"}) &&
             r.integer(limits, "/limits", "max_body_bytes", c.max_body_bytes, 64, 1LL << 30) &&
             r.integer(limits, "/limits", "max_inflight", c.max_inflight, 1, 1 << 16) &&
             r.integer(limits, "/limits", "max_tokens", c.max_tokens, 1, 1 << 20) &&
             r.number(limits, "/limits", "drain_seconds", c.drain_seconds, 0, 3600) &&
             r.integer(limits, "/limits", "io_threads", c.io_threads, 1, 256) &&
             r.integer(limits, "/limits", "max_runs", c.max_runs, 1, 1 << 20) &&
+            r.integer(limits, "/limits", "max_run_bytes", c.max_run_bytes, 1 << 16, 1LL << 40) &&
             (!j.contains("tenants") || read_tenants(r, j["tenants"], c)) &&
             (!j.contains("keys") || read_keys(r, j["keys"], c)) &&
             (!j.contains("runtime") || read_runtime(r, j["runtime"], c.runtime));

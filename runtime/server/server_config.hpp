@@ -6,7 +6,8 @@
 //    "tenants": {"tenant": {"quota_pages": 0, "read_shared": false,
 //                           "max_concurrent": 16, "max_tokens": 512}},
 //    "limits": {"max_body_bytes": 1048576, "max_inflight": 64, "max_tokens": 1024,
-//               "drain_seconds": 10, "io_threads": 2, "max_runs": 256},
+//               "drain_seconds": 10, "io_threads": 2, "max_runs": 256,
+//               "max_run_bytes": 67108864},
 //    "workflow_dir": "/srv/arbor/docs",
 //    "runtime": {"model_path": "...", "num_threads": 0, "kv_memory_mb": 256, "page_size": 16,
 //                "eviction": "lru", "prefix_caching": true, "prefill_chunk": 256,
@@ -46,7 +47,8 @@ struct ServerConfig {
   int max_tokens = 1024;           // cap on a request's max_tokens
   double drain_seconds = 10;       // on stop: wait this long, then cancel what is left
   int io_threads = 2;
-  std::size_t max_runs = 256;      // finished runs kept for GET /v1/runs/{id}
+  std::size_t max_runs = 256;      // finished runs kept for GET /v1/runs/{id}, at most...
+  std::size_t max_run_bytes = 64u << 20;  // ...and at most this many bytes of them (summaries)
   std::string workflow_dir;        // prefix files of HTTP workflows; "" = none (see above)
   std::string config_path;         // the file this config was loaded from ("" = none)
   RuntimeConfig runtime;

@@ -156,6 +156,7 @@ class FakeBackend final : public Backend {
  public:
   std::atomic<bool> hold{false};
   std::atomic<int> num_started{0}, num_cancelled{0}, num_live{0};
+  std::atomic<int> num_run_controls{0};  // FakeRun objects alive (whoever holds them)
 
   ~FakeBackend() override {
     release_all();
@@ -259,6 +260,7 @@ class FakeBackend final : public Backend {
   // Runs: the document's "name" is echoed; it finishes after emitting a few events
   // unless held.
   struct FakeRun : RunControl {
+    ~FakeRun() override { --owner->num_run_controls; }
     std::string id_, tenant_;
     std::atomic<bool> done_{false}, cancelled_{false};
     std::string id() const override { return id_; }
@@ -273,7 +275,8 @@ class FakeBackend final : public Backend {
     }
     FakeBackend* owner = nullptr;
     RunResult wait() override {
-      eventually([&] { return done_.load(); });
+      std::unique_lock lock(owner->mutex_);
+      owner->cv_.wait(lock, [&] { return done_.load(); });
       return snapshot();
     }
     void cancel() override {
@@ -294,6 +297,7 @@ class FakeBackend final : public Backend {
     run->id_ = "run-" + std::to_string(++num_runs_);
     run->tenant_ = tenant;
     run->owner = this;
+    ++num_run_controls;
     std::lock_guard lock(mutex_);
     threads_.emplace_back([this, run, on_event] {
       auto emit = [&](Event::Kind kind, const std::string& agent, const std::string& text) {
@@ -314,8 +318,12 @@ class FakeBackend final : public Backend {
       }
       emit(Event::Kind::token, "a", "lo");
       emit(Event::Kind::agent_finished, "a", "hello");
-      run->done_ = true;
       emit(Event::Kind::run_finished, "", "");
+      {
+        std::lock_guard lock(mutex_);
+        run->done_ = true;  // as RunHandle: done once its run_finished event is out
+      }
+      cv_.notify_all();
     });
     return std::shared_ptr<RunControl>(run);
   }
