@@ -41,8 +41,8 @@ class SyncBackend final : public server::Backend {
   Result<std::shared_ptr<server::RunControl>> start_run(const std::string& workflow_json,
                                                         const std::map<std::string, std::string>& inputs,
                                                         EventCallback on_event, const std::string& tenant,
-                                                        const std::string& base_dir) override {
-    auto plan = workflows::load_workflow_text(workflow_json, "/nonexistent/arbor-fuzz", inputs, "<request>");
+                                                        const DocumentAccess& documents) override {
+    auto plan = workflows::load_workflow_text(workflow_json, documents, inputs, "<request>");
     if (!plan) return fail(ErrorCode::invalid_argument, plan.error().format());
     auto run = std::make_shared<Run>();
     run->result.run_id = "run-" + std::to_string(++num_runs_);

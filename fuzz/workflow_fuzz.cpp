@@ -41,8 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!parsed) return 0;
     overrides = std::move(*parsed);
   }
-  // Prefix document files resolve below a folder that does not exist.
-  auto plan = load_workflow_text(text, "/nonexistent/arbor-fuzz", overrides, "fuzz.json");
+  // Prefix document files: the server's confined access, below a folder that does not exist.
+  auto plan = load_workflow_text(text, arbor::DocumentAccess::confined_to("/nonexistent/arbor-fuzz"), overrides, "fuzz.json");
   if (!plan) {
     ARBOR_FUZZ_CHECK(plan.error().has_errors(), plan.error().format());
     for (const auto& d : plan.error().items()) ARBOR_FUZZ_CHECK(!d.message.empty(), d.pointer);

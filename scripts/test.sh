@@ -26,10 +26,8 @@ if [ "${ARBOR_SKIP_SANITIZE:-0}" != 1 ]; then
   done
 fi
 
-# The fuzz stage is off by default (ARBOR_SKIP_FUZZ=0 runs it) until the bounded,
-# non-throwing JSON parse of issue 8 (defects 1, 2) lands: the corpus replays their
-# findings (fuzz/corpus/*/regress_*), which crash the current parsers.
-if [ "${ARBOR_SKIP_FUZZ:-1}" != 1 ]; then
+# The fuzz stage replays every past finding (fuzz/corpus/*/regress_*) before fuzzing.
+if [ "${ARBOR_SKIP_FUZZ:-0}" != 1 ]; then
   echo "[arbor] fuzz stage: libFuzzer targets (fuzz/), ${ARBOR_FUZZ_SECONDS:-40}s each"
   "$root/scripts/fuzz.sh"
 fi
