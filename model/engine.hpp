@@ -21,6 +21,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ using TokenId = cache::TokenId;
 
 enum class LogitsMode { none, last, all };
 
+// The share of a device's free memory (after the weights and the step workspace) that
+// an automatically sized KV pool takes; the rest is headroom for the CUDA runtime and
+// libraries (vLLM's gpu_memory_utilization plays the same role, 0.9 by default).
+inline constexpr double kDeviceKvFraction = 0.9;
+
 struct SequenceStep {
   std::span<const TokenId> tokens;        // new tokens
   int start_pos = 0;                      // tokens already cached for this sequence
@@ -60,6 +66,14 @@ class Engine {
   // The allocator the KV pool passed to forward() must take its storage from (the
   // scheduler builds its PrefixCache on it). Shared: it must outlive every pool on it.
   virtual std::shared_ptr<cache::PageAllocator> page_allocator() = 0;
+  // How many bytes the KV pool may take when its size is left to the engine: on a
+  // device, kDeviceKvFraction of the memory free now (weights loaded) less the
+  // workspace a step of `max_step_tokens` rows needs; nullopt for host memory (the
+  // caller picks the size).
+  virtual std::optional<std::size_t> kv_budget_bytes(int max_step_tokens) const {
+    (void)max_step_tokens;
+    return std::nullopt;
+  }
 
   // The KV geometry this model needs, for a given page size.
   cache::KvGeometry kv_geometry(int page_size) const;

@@ -25,7 +25,6 @@ Result<cache::EvictionPolicyKind> eviction_kind(const std::string& name) {
 Result<void> check_config(const RuntimeConfig& c) {
   if (c.page_size <= 0 || c.page_size > 1024)
     return fail(ErrorCode::invalid_argument, "page_size must be in 1..1024 (got " + std::to_string(c.page_size) + ")");
-  if (c.kv_memory_mb == 0) return fail(ErrorCode::invalid_argument, "kv_memory_mb must be positive");
   if (c.prefill_chunk <= 0 || c.max_step_tokens <= 0)
     return fail(ErrorCode::invalid_argument, "prefill_chunk and max_step_tokens must be positive");
   if (c.num_threads < 0) return fail(ErrorCode::invalid_argument, "num_threads must be >= 0");
@@ -48,6 +47,23 @@ Result<std::unique_ptr<model::Engine>> make_engine(const RuntimeConfig& c, const
   if (!engine) return std::unexpected(engine.error());
   info = (*engine)->describe() + (reason.empty() ? "" : ", " + reason);
   return engine;
+}
+
+// kv_memory_mb, or when it is 0 (automatic) what the engine's device allows, or
+// kDefaultHostKvMb of host memory.
+constexpr std::size_t kDefaultHostKvMb = 256;
+
+std::size_t kv_pool_size(const RuntimeConfig& c, const model::Engine& engine) {
+  if (c.kv_memory_mb > 0) return c.kv_memory_mb << 20;
+  return engine.kv_budget_bytes(c.max_step_tokens).value_or(kDefaultHostKvMb << 20);
+}
+
+std::string no_page_message(const RuntimeConfig& c, std::size_t pool_bytes, const cache::KvGeometry& g) {
+  const std::string page = " (" + std::to_string(g.bytes_per_page()) + " bytes each)";
+  if (c.kv_memory_mb > 0) return "kv_memory_mb " + std::to_string(c.kv_memory_mb) + " holds no KV page" + page + "; raise it";
+  return "the device has " + std::to_string(pool_bytes) + " bytes left for the KV pool after the weights and the "
+         "step workspace, less than one page" + page + "; free device memory, use a smaller model or lower "
+         "max_step_tokens";
 }
 
 // The helper actor behind start_generate: sends the request, forwards token pieces,
@@ -139,15 +155,14 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   geometry.head_dim = mc.head_dim;
   geometry.page_size = config.page_size;
   if (!geometry.valid()) return fail(ErrorCode::unsupported, "model '" + config.model_path + "' has no valid KV shape");
-  const std::size_t num_pages = config.kv_memory_mb * 1024 * 1024 / geometry.bytes_per_page();
-  if (num_pages == 0)
-    return fail(ErrorCode::invalid_argument, "kv_memory_mb " + std::to_string(config.kv_memory_mb) +
-                                                 " holds no KV page (" + std::to_string(geometry.bytes_per_page()) +
-                                                 " bytes each); raise it");
-
   auto engine = make_engine(config, **model, impl->device_info);
   if (!engine) return std::unexpected(engine.error());
   impl->device = model::device_name((*engine)->device());
+  impl->kv_pool_bytes = kv_pool_size(config, **engine);
+  const std::size_t num_pages = impl->kv_pool_bytes / geometry.bytes_per_page();
+  if (num_pages == 0) return fail(ErrorCode::invalid_argument, no_page_message(config, impl->kv_pool_bytes, geometry));
+  impl->device_info += ", KV pool " + std::to_string(impl->kv_pool_bytes >> 20) + " MiB" +
+                       (config.kv_memory_mb == 0 ? " (automatic)" : "");
 
   actors::SchedulerConfig sc;
   sc.model = impl->model;
@@ -307,6 +322,7 @@ const RuntimeConfig& Runtime::config() const { return impl_->config; }
 std::string Runtime::device() const { return impl_->device; }
 
 std::string Runtime::device_info() const { return impl_->device_info; }
+std::size_t Runtime::kv_pool_bytes() const { return impl_->kv_pool_bytes; }
 
 std::string Runtime::model_name() const {
   auto name = impl_->model->file().get_string("general.name");

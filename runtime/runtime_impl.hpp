@@ -59,6 +59,7 @@ struct Runtime::Impl {
   std::shared_ptr<const model::Model> model;
   std::shared_ptr<const model::ChatTemplate> chat;
   std::string device, device_info;  // Runtime::device(), device_info()
+  std::size_t kv_pool_bytes = 0;     // Runtime::kv_pool_bytes()
   std::unique_ptr<actors::ActorConfig> actor_config;  // outlives `system`
   std::unique_ptr<caf::actor_system> system;
   caf::actor cache;

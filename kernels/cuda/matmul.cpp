@@ -5,8 +5,8 @@
 namespace arbor::kernels::cuda {
 namespace {
 
-// f32 values of one dequantized tile of weight rows (128 MiB).
-constexpr std::int64_t kScratchFloats = std::int64_t(32) << 20;
+// f32 values of one dequantized tile of weight rows.
+constexpr std::int64_t kScratchFloats = std::int64_t(kMatmulScratchBytes / sizeof(float));
 
 bool cublas_ok(cublasStatus_t s, const char* what, std::string* error) {
   if (s == CUBLAS_STATUS_SUCCESS) return true;

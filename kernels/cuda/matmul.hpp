@@ -12,6 +12,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -28,6 +29,10 @@ void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cuda
 // out[r - row_begin][c] = W[r][c] as f32, for r in [row_begin, row_end) (W quantized or F32).
 void dequantize_rows(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, float* out,
                      cudaStream_t stream);
+
+// The most device memory the dequantization scratch of a Matmul takes (one tile of
+// weight rows as f32).
+inline constexpr std::size_t kMatmulScratchBytes = std::size_t(128) << 20;
 
 // Owns a cuBLAS handle and the dequantization scratch; one per engine (not thread-safe).
 class Matmul {

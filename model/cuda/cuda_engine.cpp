@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "cache/page_pool.hpp"
@@ -98,6 +99,22 @@ class CudaEngine final : public Engine {
   }
   std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
 
+  std::optional<std::size_t> kv_budget_bytes(int max_step_tokens) const override {
+    std::size_t free = 0, total = 0;
+    if (cudaSetDevice(device_) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+      cudaGetLastError();
+      return std::nullopt;
+    }
+    // The buffers reserve() grows to for the largest step (every row with logits, the
+    // whole context in attention), plus the dequantization tile, cuBLAS's workspace
+    // and the step metadata.
+    const StepSizes s = step_sizes(max_step_tokens, max_step_tokens, config_.context_length);
+    const std::size_t workspace =
+        5 * s.hidden + 2 * s.kv + 2 * s.ffn + s.logits + s.attention + cu::kMatmulScratchBytes + (64u << 20);
+    if (free <= workspace) return 0;
+    return std::size_t(double(free - workspace) * kDeviceKvFraction);
+  }
+
   Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, std::vector<float>& logits) override {
     if (auto ok = check_batch(batch, kv); !ok) return ok;
     const cache::KvGeometry& g = kv.geometry();
@@ -154,24 +171,32 @@ class CudaEngine final : public Engine {
     return a;
   }
 
-  Result<void> reserve() {
-    const std::size_t r = std::size_t(plan_.rows), f = sizeof(float);
-    const std::size_t kv_dim = std::size_t(config_.num_kv_heads) * config_.head_dim;
-    const std::size_t hidden = std::size_t(config_.hidden), ffn = std::size_t(config_.ffn_dim);
-    const std::size_t logit_rows = std::size_t(std::max(plan_.logit_rows, 1));
+  // Bytes of each kind of step buffer for `rows` rows, `logit_rows` of them with logits,
+  // attending to at most `max_positions` positions.
+  struct StepSizes {
+    std::size_t hidden = 0, kv = 0, ffn = 0, logits = 0, attention = 0;
+  };
+  StepSizes step_sizes(int rows, int logit_rows, int max_positions) const {
+    const std::size_t r = std::size_t(rows), f = sizeof(float);
     cu::PagedAttentionBatch a;  // only the sizes matter for the scratch
-    a.num_rows = plan_.rows;
+    a.num_rows = rows;
     a.num_q_heads = config_.num_heads;
     a.head_dim = config_.head_dim;
-    a.max_positions = plan_.max_positions;
-    for (auto [buffer, bytes] : {std::pair{&x_, r * hidden * f}, std::pair{&xn_, r * hidden * f},
-                                 std::pair{&q_, r * hidden * f}, std::pair{&attn_, r * hidden * f},
-                                 std::pair{&tmp_, r * hidden * f}, std::pair{&k_, r * kv_dim * f},
-                                 std::pair{&v_, r * kv_dim * f}, std::pair{&gate_, r * ffn * f},
-                                 std::pair{&up_, r * ffn * f},
-                                 std::pair{&logits_, logit_rows * std::size_t(config_.vocab_size) * f},
+    a.max_positions = max_positions;
+    return {r * std::size_t(config_.hidden) * f, r * std::size_t(config_.num_kv_heads) * config_.head_dim * f,
+            r * std::size_t(config_.ffn_dim) * f,
+            std::size_t(std::max(logit_rows, 1)) * std::size_t(config_.vocab_size) * f,
+            cu::attention_scratch_bytes(a)};
+  }
+
+  Result<void> reserve() {
+    const StepSizes s = step_sizes(plan_.rows, plan_.logit_rows, plan_.max_positions);
+    for (auto [buffer, bytes] : {std::pair{&x_, s.hidden}, std::pair{&xn_, s.hidden}, std::pair{&q_, s.hidden},
+                                 std::pair{&attn_, s.hidden}, std::pair{&tmp_, s.hidden}, std::pair{&k_, s.kv},
+                                 std::pair{&v_, s.kv}, std::pair{&gate_, s.ffn}, std::pair{&up_, s.ffn},
+                                 std::pair{&logits_, s.logits},
                                  std::pair{&ints_, plan_.ints.size() * sizeof(std::int32_t)},
-                                 std::pair{&attention_scratch_, cu::attention_scratch_bytes(a)}})
+                                 std::pair{&attention_scratch_, s.attention}})
       if (auto ok = grow(*buffer, bytes); !ok) return ok;
     return {};
   }

@@ -75,11 +75,12 @@ int run_serve(const ServeOptions& o) {
 
   if (!config.auth)
     std::fprintf(stderr,
-                 "arbor serve: no config file: one tenant '%s', no authentication, loopback only "
-                 "(give --config to add API keys and tenants)\n",
+                 "arbor serve: no API keys: one tenant '%s', no authentication, loopback only "
+                 "(add \"keys\" and \"admin_key\" to a --config file for tenants)\n",
                  config.default_tenant.c_str());
-  std::printf("arbor serve: listening on http://%s:%d (model %s, %zu MB KV pool, %zu API keys)\n",
-              config.host.c_str(), (*server)->port(), (*runtime)->model_name().c_str(), config.runtime.kv_memory_mb,
+  std::printf("arbor serve: listening on http://%s:%d (model %s, %zu MiB KV pool, %zu API keys)\n",
+              config.host.c_str(), (*server)->port(), (*runtime)->model_name().c_str(),
+              (*runtime)->kv_pool_bytes() >> 20,
               config.keys.size() + (config.admin_key.empty() ? 0 : 1));
   std::fflush(stdout);
 

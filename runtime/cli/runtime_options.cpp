@@ -28,9 +28,10 @@ void RuntimeOptions::declare(CLI::App& app, unsigned flags) {
                           ->capture_default_str());
   if (flags & kKvMemFlag)
     add(kKvMemFlag, app.add_option("--kv-mem", values_.kv_memory_mb,
-                                   "KV page pool size in MB (raise it when a request does not fit)")
+                                   "KV page pool size in MiB, raised when a request does not fit; 0 = automatic: "
+                                   "256 on the CPU, on a GPU 90% of the memory left after the weights")
                         ->type_name("MB")
-                        ->check(integer_in(1, 1 << 20))
+                        ->check(integer_in(0, 1 << 20))
                         ->capture_default_str());
   if (flags & kPageSizeFlag)
     add(kPageSizeFlag, app.add_option("--page-size", values_.page_size, "tokens per KV page")

@@ -67,7 +67,7 @@ bool read_runtime(Reader& r, const json& j, RuntimeConfig& rc) {
                               "max_queued_requests"}) &&
          r.string(j, at, "model_path", rc.model_path) && r.string(j, at, "device", rc.device) &&
          r.integer(j, at, "num_threads", rc.num_threads, 0, 1024) &&
-         r.integer(j, at, "kv_memory_mb", rc.kv_memory_mb, 1, 1 << 20) &&
+         r.integer(j, at, "kv_memory_mb", rc.kv_memory_mb, 0, 1 << 20) &&
          r.integer(j, at, "page_size", rc.page_size, 1, 4096) && r.string(j, at, "eviction", rc.eviction) &&
          r.boolean(j, at, "prefix_caching", rc.prefix_caching) && r.string(j, at, "precision", rc.precision) &&
          r.integer(j, at, "prefill_chunk", rc.prefill_chunk, 1, 1 << 20) &&

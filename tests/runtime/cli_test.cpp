@@ -434,10 +434,10 @@ TEST(Cli, ServeFlagsOverrideTheConfigFileOnlyWhenGiven) {
   const std::string config = std::string(ARBOR_BINARY_DIR) + "/cli_serve_config.json";
   std::ofstream(config) << R"({"port": 0, "runtime": {"kv_memory_mb": 64}})";
   const std::string from_file = serve_banner({"--config", config});
-  EXPECT_NE(from_file.find(", 64 MB KV pool"), std::string::npos) << from_file;
+  EXPECT_NE(from_file.find(", 64 MiB KV pool"), std::string::npos) << from_file;
   EXPECT_EQ(from_file.find(":8080 "), std::string::npos) << from_file;  // the file's port 0: any free port
   const std::string overridden = serve_banner({"--config", config, "--kv-mem", "32"});
-  EXPECT_NE(overridden.find(", 32 MB KV pool"), std::string::npos) << overridden;
+  EXPECT_NE(overridden.find(", 32 MiB KV pool"), std::string::npos) << overridden;
 }
 
 // Every command that computes says on stderr which device it uses; --device names an

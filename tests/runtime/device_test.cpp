@@ -55,6 +55,41 @@ TEST(RuntimeDevice, CudaWhereUnavailableSaysWhyAndWhatToUse) {
   EXPECT_NE(rt.error().message.find("use device 'cpu' or 'auto'"), std::string::npos) << rt.error().message;
 }
 
+// kv_memory_mb 0 (the default) sizes the pool from the device: on the CPU, 256 MiB.
+TEST(RuntimeKvPool, AutomaticIs256MiBOnTheCpuAndAGivenSizeIsKept) {
+  RuntimeConfig c = small_config();
+  c.device = "cpu";
+  c.kv_memory_mb = 0;
+  EXPECT_EQ(RuntimeConfig{}.kv_memory_mb, 0u);
+  auto automatic = make_runtime(c);
+  ASSERT_TRUE(automatic);
+  EXPECT_EQ(automatic->kv_pool_bytes(), std::size_t(256) << 20);
+  EXPECT_NE(automatic->device_info().find("KV pool 256 MiB (automatic)"), std::string::npos)
+      << automatic->device_info();
+  const int automatic_pages = automatic->cache_stats().pages_total;
+  automatic.reset();
+
+  c.kv_memory_mb = 64;
+  auto given = make_runtime(c);
+  ASSERT_TRUE(given);
+  EXPECT_EQ(given->kv_pool_bytes(), std::size_t(64) << 20);
+  EXPECT_NE(given->device_info().find("KV pool 64 MiB"), std::string::npos) << given->device_info();
+  EXPECT_EQ(given->device_info().find("automatic"), std::string::npos) << given->device_info();
+  const int given_pages = given->cache_stats().pages_total;
+  EXPECT_GT(given_pages, 0);
+  EXPECT_NEAR(automatic_pages, 4 * given_pages, 4);  // same page size, 4x the bytes
+}
+
+TEST(ServerConfigKvPool, ZeroMeansAutomaticAndIsTheDefault) {
+  auto c = server::parse_server_config(R"({"runtime":{"kv_memory_mb":0}})");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->runtime.kv_memory_mb, 0u);
+  auto defaulted = server::parse_server_config(R"({"runtime":{}})");
+  ASSERT_TRUE(defaulted) << defaulted.error().message;
+  EXPECT_EQ(defaulted->runtime.kv_memory_mb, 0u);
+  EXPECT_FALSE(server::parse_server_config(R"({"runtime":{"kv_memory_mb":-1}})"));
+}
+
 TEST(ServerConfigDevice, RuntimeSectionTakesADeviceName) {
   auto c = server::parse_server_config(R"({"runtime":{"device":"cpu"}})");
   ASSERT_TRUE(c) << c.error().message;

@@ -38,7 +38,11 @@ struct RuntimeConfig {
   // device; an error otherwise) or "auto" (cuda when both are there, else cpu).
   std::string device = "auto";
   int num_threads = 0;               // CPU engine threads; 0 = all hardware threads
-  std::size_t kv_memory_mb = 256;    // KV page pool size
+  // KV page pool size in MiB; 0 = automatic: 256 MiB of host memory on the CPU; on a
+  // GPU, 90% of the device memory left free once the weights are loaded and the
+  // workspace of a max_step_tokens step is set aside. Runtime::kv_pool_bytes() says
+  // what was taken.
+  std::size_t kv_memory_mb = 0;
   int page_size = 16;                // tokens per page
   std::string eviction = "lru";      // "lru" | "lfu" | "workflow" (priority by pending readers)
   bool prefix_caching = true;        // false = compute every prompt in full (baseline)
@@ -235,6 +239,7 @@ class Runtime {
   // and a line for people saying what it is and why it was chosen.
   std::string device() const;
   std::string device_info() const;
+  std::size_t kv_pool_bytes() const;  // the KV page pool's size (see kv_memory_mb)
   std::string model_name() const;
   std::size_t context_length() const;
 

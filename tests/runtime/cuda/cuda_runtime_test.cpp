@@ -60,6 +60,23 @@ GenerateRequest raw(const std::string& prompt, int max_tokens) {
   return r;
 }
 
+// Automatic sizing on a GPU: most of the memory left after the weights, never more
+// than was free, and the pool works.
+TEST(CudaRuntime, AutomaticKvPoolTakesMostOfTheFreeDeviceMemory) {
+  ARBOR_REQUIRE_CUDA();
+  RuntimeConfig c;
+  c.model_path = synthetic_model_path();
+  c.device = "cuda";
+  c.kv_memory_mb = 0;
+  auto rt = make_runtime(c);
+  ASSERT_TRUE(rt);
+  EXPECT_NE(rt->device_info().find("(automatic)"), std::string::npos) << rt->device_info();
+  EXPECT_GT(rt->kv_pool_bytes(), std::size_t(1) << 30) << "an H200-class device has tens of GiB free";
+  auto out = rt->generate(raw("The quick brown fox jumps over the lazy dog.", 8));
+  ASSERT_TRUE(out) << out.error().describe();
+  EXPECT_GT(out->generated_tokens, 0u);
+}
+
 TEST(CudaRuntime, ReportsTheDeviceAndGenerates) {
   ARBOR_REQUIRE_CUDA();
   auto rt = cuda_runtime(true);
