@@ -24,8 +24,6 @@ namespace arbor::model {
 inline constexpr std::uint32_t kMaxCodePoint = 0x10FFFF;
 inline constexpr std::uint32_t kDeadState = 0xFFFFFFFFu;
 
-// Appends the UTF-8 encoding of `cp` (a scalar value) to `out`.
-void append_utf8(std::string& out, std::uint32_t cp);
 // Decodes valid UTF-8 (shortest form, no surrogates) into code points; false when invalid.
 bool decode_utf8(std::string_view text, std::vector<std::uint32_t>& out);
 

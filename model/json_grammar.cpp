@@ -5,6 +5,7 @@
 #include <cassert>
 
 #include "model/json_grammar_internal.hpp"
+#include "model/unicode.hpp"
 
 namespace arbor::model {
 
@@ -768,7 +769,7 @@ std::string decode_json_string(const TextSource& text, std::uint32_t begin, std:
           cp = 0x10000 + ((cp - 0xD800) << 10) + (hex4(i + 2) - 0xDC00);
           i += 6;
         }
-        append_utf8(out, cp);
+        unicode::append_utf8(out, cp);
         break;
       }
       default: out += char(e);  // " \ /

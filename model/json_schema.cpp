@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/json_pointer.hpp"
 #include "common/json_text.hpp"
 #include "model/regex.hpp"
 
@@ -26,18 +27,8 @@ const std::set<std::string_view>& rejected_keywords() {
   return k;
 }
 
-std::string escape_pointer_token(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
 std::string child_pointer(const std::string& base, std::string_view key) {
-  return base + "/" + escape_pointer_token(key);
+  return pointer_append(base, key);
 }
 
 std::optional<std::uint8_t> type_bits(std::string_view name) {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/json_pointer.hpp"
 #include "model/json_schema.hpp"
 
 namespace arbor::model {
@@ -14,16 +15,6 @@ std::string short_dump(const Json& v) {
   std::string s = v.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace);
   if (s.size() > 40) s = s.substr(0, 37) + "...";
   return s;
-}
-
-std::string pointer_token(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
 }
 
 bool is_integer_value(const Json& v) {
@@ -235,7 +226,7 @@ class SchemaValidator {
     if (!ok && quiet) return;
     if (options_.schema_order && (!n.properties.empty() || !n.required.empty())) check_order(n, v, bad);
     for (const auto& [key, value] : v.items()) {
-      const std::string child = at + "/" + pointer_token(key);
+      const std::string child = pointer_append(at, key);
       bool matched = false;
       for (const auto& [name, node] : n.properties)
         if (name == key) {

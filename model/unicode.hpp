@@ -45,6 +45,7 @@ struct CodeUnit {
 };
 std::vector<CodeUnit> decode_utf8(std::string_view text);
 
+// Appends the UTF-8 encoding of `cp` (a scalar value) to `out`.
 void append_utf8(std::string& out, std::uint32_t cp);
 
 // Length of the UTF-8 sequence a lead byte announces (1 for invalid lead bytes).

@@ -3,37 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/unicode.hpp"
+
 namespace arbor::workflows {
 
-std::string pointer_append(const std::string& pointer, std::string_view token) {
-  std::string out = pointer + "/";
-  for (char c : token) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
-std::string pointer_append(const std::string& pointer, std::size_t index) {
-  return pointer + "/" + std::to_string(index);
-}
-
 namespace {
-
-void append_utf8(std::string& out, unsigned cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6)), out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12)), out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18)), out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F)), out += char(0x80 | (cp & 0x3F));
-  }
-}
 
 unsigned parse_hex4(std::string_view s, std::size_t at) {
   unsigned v = 0;
@@ -62,10 +36,10 @@ std::size_t decode_one(std::string_view raw, std::size_t pos, std::string& out) 
       unsigned cp = parse_hex4(raw, pos + 2);
       if (cp >= 0xD800 && cp < 0xDC00 && pos + 11 < raw.size() && raw[pos + 6] == '\\') {
         unsigned lo = parse_hex4(raw, pos + 8);
-        append_utf8(out, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
+        model::unicode::append_utf8(out, 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00));
         return 12;
       }
-      append_utf8(out, cp);
+      model::unicode::append_utf8(out, cp);
       return 6;
     }
     default: out += e; return 2;  // \" \\ \/

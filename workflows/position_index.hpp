@@ -8,6 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+#include "common/json_pointer.hpp"  // pointer_append, used with the index
 
 namespace arbor::workflows {
 
@@ -15,10 +16,6 @@ struct TextPosition {
   int line = 0;    // 1-based; 0 = unknown
   int column = 0;  // 1-based, counted in UTF-8 code points
 };
-
-// "/" + token with '~' -> "~0" and '/' -> "~1" (RFC 6901).
-std::string pointer_append(const std::string& pointer, std::string_view token);
-std::string pointer_append(const std::string& pointer, std::size_t index);
 
 class PositionIndex {
  public:

@@ -10,6 +10,7 @@
 #include "json_reference.hpp"
 #include "json_schema_gen.hpp"
 #include "model/json_grammar.hpp"
+#include "model/unicode.hpp"
 
 namespace arbor::model {
 namespace {
@@ -135,7 +136,7 @@ void write_string(Gen& g, std::string_view s, std::string& out) {
       out += buf;
       continue;
     }
-    append_utf8(out, cp);
+    unicode::append_utf8(out, cp);
   }
   out += '"';
 }
