@@ -20,8 +20,9 @@ using tcp = net::ip::tcp;
 
 struct Server::State {
   State(const ServerConfig& c, Backend& backend)
-      : config(c), api(config, backend), shared{api, config}, acceptor(ioc) {}
+      : config(c), api(config, backend), shared{api, config} {}
 
+  // Runs on acceptor_strand (but for the first call, before the I/O threads start).
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](boost::system::error_code ec, tcp::socket socket) {
       if (ec) {
@@ -58,7 +59,11 @@ struct Server::State {
   // open, a drain would otherwise leave them without work, and they would return
   // before a finishing run's settlement (posted to them) releases its slot.
   net::executor_work_guard<net::io_context::executor_type> work = net::make_work_guard(ioc);
-  tcp::acceptor acceptor;
+  // Every operation on the acceptor runs on this strand: the accept handler (which
+  // re-arms async_accept) and stop()'s close. An acceptor is not thread-safe, and
+  // with several I/O threads a close run elsewhere raced with the re-arm.
+  net::strand<net::io_context::executor_type> acceptor_strand = net::make_strand(ioc);
+  tcp::acceptor acceptor{acceptor_strand};
   std::vector<std::thread> threads;
   std::mutex sessions_mutex;
   std::list<std::weak_ptr<HttpSession>> sessions;
@@ -97,7 +102,7 @@ Api& Server::api() { return state_->api; }
 
 void Server::stop() {
   std::call_once(state_->stop_once, [s = state_.get()] {
-    net::post(s->ioc, [s] {
+    net::post(s->acceptor_strand, [s] {
       boost::system::error_code ec;
       s->acceptor.close(ec);
     });
