@@ -26,11 +26,14 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
 
   auto entry = std::make_shared<RunEntry>(p.tenant);
   entry->hold_slot(std::move(*slot));  // released when the run settles, or with the entry
-  auto on_event = [this, entry](const Event& event) {
+  // The backend may call this after the server (and this Api) are gone: it touches the
+  // Api only through `defer` (a copy; the server's drops work once it has stopped) or,
+  // without one, inline in the caller that owns the Api.
+  auto on_event = [this, entry, defer = defer_](const Event& event) {
     if (!entry->publish(event)) return;
     // Finished: settle off the runtime's thread (snapshot() must not run inside a callback).
     auto settle = [this, entry] { finish_run(entry, entry->tenant()); };
-    defer_ ? defer_(settle) : settle();
+    defer ? defer(settle) : settle();
   };
   auto control = backend_.start_run(workflow, inputs, on_event, p.tenant, config_.documents());
   if (!control) {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,24 @@ namespace arbor::server {
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+
+// Posts follow-up work from backend threads (a run's events) to the I/O pool. Such a
+// callback may come at any time, also while and after the server stops: each post runs
+// whole under the mutex, and stop() closes the gate (under the same mutex) before the
+// io_context goes, so no post is half-done in, or made into, a destroyed io_context.
+// Work posted after the close is dropped (its run is no longer the server's concern).
+struct PostGate {
+  void post(std::function<void()> fn) {
+    std::lock_guard lock(mutex);
+    if (ioc != nullptr) net::post(*ioc, std::move(fn));
+  }
+  void close() {
+    std::lock_guard lock(mutex);
+    ioc = nullptr;
+  }
+  std::mutex mutex;
+  net::io_context* ioc = nullptr;
+};
 
 struct Server::State {
   State(const ServerConfig& c, Backend& backend)
@@ -67,6 +86,7 @@ struct Server::State {
   std::vector<std::thread> threads;
   std::mutex sessions_mutex;
   std::list<std::weak_ptr<HttpSession>> sessions;
+  std::shared_ptr<PostGate> gate = std::make_shared<PostGate>();  // shared with the Api's defer
   std::once_flag stop_once;
   int port = 0;
 };
@@ -87,7 +107,8 @@ Result<std::unique_ptr<Server>> Server::start(const ServerConfig& config, Backen
                                             ec.message() + "; pick another --port or stop the other server");
   state->port = acceptor.local_endpoint().port();
   State* s = state.get();
-  s->api.set_defer([s](std::function<void()> fn) { net::post(s->ioc, std::move(fn)); });
+  s->gate->ioc = &s->ioc;
+  s->api.set_defer([gate = s->gate](std::function<void()> fn) { gate->post(std::move(fn)); });
   s->accept();
   for (int i = 0; i < std::max(1, config.io_threads); ++i) s->threads.emplace_back([s] { s->ioc.run(); });
   return std::unique_ptr<Server>(new Server(std::move(state)));
@@ -124,6 +145,7 @@ void Server::stop() {
     s->work.reset();
     s->ioc.stop();
     for (auto& t : s->threads) t.join();
+    s->gate->close();
   });
 }
 
