@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, fetch the default model, build with
-# -j2, run the lower layers' tests under AddressSanitizer + UBSan, the fuzz targets for a
-# bounded time (scripts/fuzz.sh), compile the CUDA backend (-DARBOR_CUDA=ON, when nvcc is
-# installed), then every test with ctest. Exits non-zero if anything fails.
-# ARBOR_SKIP_SANITIZE=1 skips the sanitizer stage, ARBOR_SKIP_FUZZ=1 the fuzz stage
-# (ARBOR_FUZZ_SECONDS per target, default 40), ARBOR_SKIP_CUDA=1 the CUDA compile stage.
+# -j2, run the lower layers' tests under AddressSanitizer + UBSan, the concurrency tests
+# under ThreadSanitizer (scripts/tsan.sh), the fuzz targets for a bounded time
+# (scripts/fuzz.sh), compile the CUDA backend (-DARBOR_CUDA=ON, when nvcc is installed),
+# then every test with ctest. Exits non-zero if anything fails.
+# ARBOR_SKIP_SANITIZE=1 skips the ASan stage, ARBOR_SKIP_TSAN=1 the TSan stage,
+# ARBOR_SKIP_FUZZ=1 the fuzz stage (ARBOR_FUZZ_SECONDS per target, default 40),
+# ARBOR_SKIP_CUDA=1 the CUDA compile stage.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${ARBOR_BUILD_DIR:-$root/build}"
@@ -24,6 +26,11 @@ if [ "${ARBOR_SKIP_SANITIZE:-0}" != 1 ]; then
     echo "[arbor] sanitizer: $s"
     "$asan/tests/$s" --gtest_brief=1
   done
+fi
+
+if [ "${ARBOR_SKIP_TSAN:-0}" != 1 ]; then
+  echo "[arbor] ThreadSanitizer stage: thread pool, actors, runtime and server concurrency tests (build-tsan/)"
+  "$root/scripts/tsan.sh"
 fi
 
 # The fuzz stage replays every past finding (fuzz/corpus/*/regress_*) before fuzzing.
