@@ -192,7 +192,9 @@ class RandomModel {
     Pages after = table(cache_, s);
     ASSERT_EQ(after.size(), before.size() + need);
     ASSERT_TRUE(std::equal(before.begin(), before.end(), after.begin()));
-    if (r.tenant == tenants_[1]) ASSERT_LE(cache_.tenant_stats(r.tenant)->used_pages, 16u);
+    if (r.tenant == tenants_[1]) {
+      ASSERT_LE(cache_.tenant_stats(r.tenant)->used_pages, 16u);
+    }
     // "Compute": write fingerprints into the positions this sequence may write.
     const std::size_t writable = cache_.sequence_info(s)->writable_from;
     ASSERT_LE(writable, r.computed);
@@ -270,7 +272,9 @@ class RandomModel {
     const std::size_t freed = cache_.evict(n);
     ASSERT_LE(freed, n);
     ASSERT_EQ(cache_.stats().pool.free_pages, before + int(freed));
-    if (freed < n) ASSERT_EQ(cache_.stats().pool.idle_pages, 0);  // stopped only when nothing was left
+    if (freed < n) {  // stopped only when nothing was left
+      ASSERT_EQ(cache_.stats().pool.idle_pages, 0);
+    }
   }
 
   void publish() {

@@ -117,7 +117,9 @@ TEST(Supervision, PoolTooSmallForAllAgentsStillCompletesEveryAgent) {
       for (const auto& a : r.agents) EXPECT_EQ(a.status, "ok") << a.id << ": " << a.error;
       expect_clean(*rt);
     }
-    if (caching) EXPECT_GT(rt->cache_stats().evictions, 0u);
+    if (caching) {
+      EXPECT_GT(rt->cache_stats().evictions, 0u);
+    }
   }
 }
 
