@@ -318,12 +318,17 @@ class RandomModel {
                  std::equal(prefix.begin(), prefix.end(), next->first.begin()))
         << "evicted an inner node";
     // Only unlocked: no sequence or pin of this namespace holds a path through it.
-    for (auto& [id, r] : seqs_)
-      if (r.locked_len > 0 && r.locked_ns == e.tenant)
+    for (auto& [id, r] : seqs_) {
+      if (r.locked_len > 0 && r.locked_ns == e.tenant) {
         ASSERT_FALSE(locks(e.tenant, Tokens(r.tokens.begin(), r.tokens.begin() + std::ptrdiff_t(r.locked_len)), prefix))
             << "evicted a page locked by sequence " << id;
-    for (auto& [id, p] : pins_)
-      if (p.ns == e.tenant) ASSERT_FALSE(locks(e.tenant, p.prefix, prefix)) << "evicted a pinned page";
+      }
+    }
+    for (auto& [id, p] : pins_) {
+      if (p.ns == e.tenant) {
+        ASSERT_FALSE(locks(e.tenant, p.prefix, prefix)) << "evicted a pinned page";
+      }
+    }
     ASSERT_EQ(e.freed, cache_.pool().refcount(e.page) == 0);
     ref.page_of.erase(prefix);
     ref.prefix_of.erase(it);
