@@ -3,6 +3,7 @@
 
 #include "common/json_text.hpp"
 #include "workflows/lint.hpp"
+#include "workflows/output_schema.hpp"
 #include "workflows/parser.hpp"
 #include "workflows/plan_builder.hpp"
 #include "workflows/resolve.hpp"
@@ -21,6 +22,7 @@ LoadResult<Plan> load_workflow_text(std::string_view text, const DocumentAccess&
   }
   PositionIndex index = PositionIndex::build(text);
   WorkflowSpec spec = parse_spec(*doc, index, diag);
+  check_output_schemas(text, spec, index, diag);
   Plan plan;
   plan.name = spec.name;
   plan.tenant = spec.tenant;

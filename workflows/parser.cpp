@@ -303,7 +303,7 @@ std::vector<TextSpec> parse_depends_on(Reader& r, const json& obj, const std::st
 
 const std::vector<std::string> kAgentFields = {
     "id",    "description", "prefix",      "layout",     "task",       "turns",      "fan_in",
-    "agents", "for_each",   "depends_on",  "generation", "max_retries", "timeout_ms"};
+    "agents", "for_each",   "depends_on",  "generation", "max_retries", "timeout_ms", "output_schema"};
 
 std::vector<AgentSpec> parse_agents(Reader& r, const json& v, const std::string& p);
 
@@ -331,6 +331,10 @@ std::optional<AgentSpec> parse_agent(Reader& r, const json& v, const std::string
   if (v.contains("generation")) a.generation = parse_generation(r, v["generation"], p + "/generation");
   a.max_retries = parse_retries(r, v, p);
   a.timeout_ms = parse_timeout(r, v, p);
+  if (v.contains("output_schema")) {
+    const std::string sp = p + "/output_schema";
+    if (r.expect(v["output_schema"], json::value_t::object, "a JSON Schema object", sp)) a.output_schema_pointer = sp;
+  }
   if (v.contains("agents")) a.children = parse_agents(r, v["agents"], p + "/agents");
   bool has_children = v.contains("agents") && v["agents"].is_array() && !v["agents"].empty();
   if (!has_children && v.contains("fan_in"))

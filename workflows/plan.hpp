@@ -13,7 +13,9 @@
 //   4. if `fan_in` is set, render it ({{children}} now available) as the next turn;
 //   5. render each of `turns` in order as a follow-up turn of the same conversation,
 //      {{previous}} = the output of the turn before.
-//   The agent's output is the output of its last turn. Load-time checks guarantee
+//   The agent's output is the output of its last turn. With `output_schema`, that last
+//   turn is constrained to a JSON document valid against it (the earlier turns are
+//   free text) and the agent fails when it is not complete. Load-time checks guarantee
 //   that every variable a template uses has a value at that point and that no
 //   dependency cycle (explicit or through parent/child waits) exists.
 #pragma once
@@ -67,6 +69,9 @@ struct AgentPlan {
   GenerationSettings generation;
   int max_retries = 1;             // 0..10
   std::int64_t timeout_ms = 120000;  // > 0, per attempt of the whole agent
+  // A JSON Schema (compact text, keys in the order written: the generation order) that
+  // the agent's output follows; "" = free text. Checked at load: the engine can enforce it.
+  std::string output_schema;
   std::vector<std::string> depends_on;  // instance ids
   std::optional<std::string> item;      // fan-out element (nearest for_each ancestor-or-self)
   std::optional<std::size_t> index;

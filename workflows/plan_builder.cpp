@@ -73,6 +73,7 @@ class Builder {
       a.generation = merge(merge(GenerationSettings{}, spec_.default_generation), s.generation);
       a.max_retries = s.max_retries.value_or(spec_.default_max_retries.value_or(a.max_retries));
       a.timeout_ms = s.timeout_ms.value_or(spec_.default_timeout_ms.value_or(a.timeout_ms));
+      a.output_schema = s.output_schema;
       if (s.for_each) a.item = list[i], a.index = i;
       else if (parent) a.item = parent_item_, a.index = parent_index_;
       Instance inst{node, a.id, parent ? parent->chain : std::map<int, std::string>{}};

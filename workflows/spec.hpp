@@ -70,6 +70,10 @@ struct AgentSpec {
   GenerationSpec generation;
   std::optional<int> max_retries;
   std::optional<std::int64_t> timeout_ms;
+  // output_schema: where it is written (set when present), and its compact JSON text in
+  // the written key order (set by check_output_schemas once it compiled).
+  std::optional<std::string> output_schema_pointer;
+  std::string output_schema;
   std::vector<AgentSpec> children;
 };
 
