@@ -77,6 +77,7 @@ void finish(AgentActor* self, const std::string& status, const std::string& erro
   s.report.parent = s.plan->parent_id;
   s.report.status = status;
   s.report.output = status == "ok" ? s.last_output : std::string();
+  if (status != "ok") s.report.json.clear();
   s.report.error = error;
   s.report.attempts = s.attempt;
   if (s.started) s.report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.start).count();
@@ -150,11 +151,32 @@ void send_request(AgentActor* self, std::vector<std::int32_t> prompt, SamplingPa
           });
 }
 
+// Whether the turn about to be sent is the agent's last (its output): see the
+// execution contract in workflows/plan.hpp and advance() below.
+bool is_final_turn(const AgentState& s) {
+  switch (s.stage) {
+    case Stage::turn0: return !s.plan->fan_in && s.plan->turns.empty();
+    case Stage::fan_in: return s.plan->turns.empty();
+    case Stage::turns: return s.next_turn == s.plan->turns.size();
+    default: return false;
+  }
+}
+
 void send_turn(AgentActor* self) {
   auto& s = self->state;
-  send_request(self, s.conv->prompt(), sampling_of(s.plan->generation), [](AgentActor* self, SeqResult& r) {
+  SamplingParams sampling = sampling_of(s.plan->generation);
+  const bool constrained = !s.plan->output_schema.empty() && is_final_turn(s);
+  if (constrained) sampling.json_schema = s.plan->output_schema;
+  send_request(self, s.conv->prompt(), std::move(sampling), [constrained](AgentActor* self, SeqResult& r) {
     auto& st = self->state;
     if (st.report.ttft_ms == 0) st.report.ttft_ms = r.ttft_ms;
+    if (constrained && r.json.empty())
+      return attempt_failed(self,
+                            "its output is not a complete JSON document valid against output_schema (generation "
+                            "ended after " + std::to_string(r.generated_tokens) + " tokens, finish_reason '" +
+                                r.finish_reason + "'); raise generation.max_tokens",
+                            false);
+    st.report.json = r.json;
     st.last_output = r.text;
     st.last_ids = r.tokens;
     advance(self);

@@ -36,13 +36,19 @@ struct SamplingParams {
   double top_p = 1.0;
   std::int32_t top_k = 0;
   std::uint64_t seed = 0;
-  std::vector<std::string> stop;
+  std::vector<std::string> stop;  // ignored with json_schema (the document decides the end)
+  // Constrained decoding: a JSON Schema (text; its key order is the generation order)
+  // that the output must follow; "" = free text. The scheduler compiles each distinct
+  // schema once (ConstraintCache) and masks every sampled token with it; generation
+  // stops when the document is complete. A schema it cannot enforce fails the request
+  // at submit (invalid_argument naming the keyword's JSON pointer).
+  std::string json_schema;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SamplingParams& x) {
   return f(caf::meta::type_name("SamplingParams"), x.max_tokens, x.temperature, x.top_p, x.top_k,
-           x.seed, x.stop);
+           x.seed, x.stop, x.json_schema);
 }
 
 // One sequence: prefill `prompt` in `tenant`'s namespace, then generate.
@@ -72,13 +78,17 @@ struct SeqResult {
   std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   double ttft_ms = 0, prefill_ms = 0, decode_ms = 0, queue_ms = 0;
   std::string finish_reason;  // "stop" | "length" | "cancelled" | "prefill"
+  // With sampling.json_schema: the document (== text) once it is complete, parsed and
+  // validated against the schema; "" when generation stopped before (finish "length",
+  // "cancelled").
+  std::string json;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SeqResult& x) {
   return f(caf::meta::type_name("SeqResult"), x.request_id, x.ok, x.error_code, x.error, x.tokens,
            x.text, x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens,
-           x.ttft_ms, x.prefill_ms, x.decode_ms, x.queue_ms, x.finish_reason);
+           x.ttft_ms, x.prefill_ms, x.decode_ms, x.queue_ms, x.finish_reason, x.json);
 }
 
 struct TokenEvent {
@@ -184,6 +194,7 @@ struct CacheSnapshot {
   std::uint64_t num_steps = 0;
   std::string invariant_violation;  // PrefixCache::check_invariants(); "" = clean
   std::vector<TenantSnapshot> tenants;
+  std::uint64_t schemas_compiled = 0;  // distinct JSON Schemas compiled (ConstraintCache)
 };
 
 template <class Inspector>
@@ -191,7 +202,7 @@ typename Inspector::result_type inspect(Inspector& f, CacheSnapshot& x) {
   return f(caf::meta::type_name("CacheSnapshot"), x.prompt_tokens, x.cached_tokens,
            x.computed_tokens, x.generated_tokens, x.warmup_tokens, x.pages_total, x.pages_used, x.pages_free,
            x.pages_locked, x.pages_cached_idle, x.evictions, x.live_sequences, x.queued_requests,
-           x.num_pins, x.pinned_pages, x.num_steps, x.invariant_violation, x.tenants);
+           x.num_pins, x.pinned_pages, x.num_steps, x.invariant_violation, x.tenants, x.schemas_compiled);
 }
 
 struct TreeRequest {
@@ -241,6 +252,7 @@ struct AgentReport {
   std::int32_t attempts = 0;
   double ttft_ms = 0, duration_ms = 0;
   std::string error;
+  std::string json;  // with an output_schema: the output, a document valid against it
 };
 
 template <class Inspector>
@@ -248,7 +260,7 @@ typename Inspector::result_type inspect(Inspector& f, AgentReport& x) {
   return f(caf::meta::type_name("AgentReport"), x.id, x.parent, x.status, x.output,
            x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens, x.warmup_tokens,
            x.attempts,
-           x.ttft_ms, x.duration_ms, x.error);
+           x.ttft_ms, x.duration_ms, x.error, x.json);
 }
 
 struct AgentStarted {

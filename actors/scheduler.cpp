@@ -35,7 +35,7 @@ SeqResult error_result(std::uint64_t id, const Error& e) {
 
 }  // namespace
 
-Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {}
+Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)), constraints_(config_.model) {}
 Scheduler::~Scheduler() {
   // Close what is left so the cache's destructor sees no live sequence.
   for (auto& l : live_) cache_->close(l->seq);
@@ -122,8 +122,18 @@ void Scheduler::submit(SeqRequest request, std::uint64_t owner, TokenFn on_token
     done(error_result(request.request_id, *e));
     return;
   }
+  std::shared_ptr<const model::CompiledConstraint> constraint;
+  if (!request.sampling.json_schema.empty()) {
+    auto compiled = constraints_.get(request.sampling.json_schema);
+    if (!compiled) {
+      done(error_result(request.request_id, compiled.error()));
+      return;
+    }
+    constraint = std::move(*compiled);
+  }
   const std::string tenant = request.tenant;
-  queue_.push(tenant, Pending{std::move(request), owner, std::move(on_token), std::move(done), Clock::now()});
+  queue_.push(tenant, Pending{std::move(request), owner, std::move(on_token), std::move(done), Clock::now(),
+                              std::move(constraint)});
 }
 
 bool Scheduler::waits_for_leader(const SeqRequest& r, cache::TenantId tenant) const {
@@ -187,9 +197,10 @@ Scheduler::Admit Scheduler::try_admit(Pending& p) {
   l->sampler = std::make_unique<model::Sampler>(sc);
   model::StopConfig stop;
   stop.end_of_generation_ids = config_.model->tokenizer().end_of_generation_ids();
-  stop.stop_strings = r.sampling.stop;
+  if (!p.constraint) stop.stop_strings = r.sampling.stop;  // a document ends by its grammar
   stop.max_tokens = r.sampling.max_tokens;
   l->stop = std::make_unique<model::StopChecker>(std::move(stop));
+  if (p.constraint) l->constraint = std::make_unique<model::JsonConstraint>(p.constraint);
   if (r.sampling.max_tokens > 0) {  // a warm-up's tokens count in warmup_tokens_ as computed
     prompt_tokens_ += l->prompt_len;
     cached_tokens_ += cached;
@@ -314,14 +325,21 @@ void Scheduler::run_batch() {
       }
       l.decoding = true;
     }
-    on_token(l, l.sampler->sample(row));
+    on_token(l, sample(l, row));
   }
+}
+
+std::int32_t Scheduler::sample(Live& l, std::span<const float> logits) {
+  return l.constraint ? l.sampler->sample(logits, l.constraint->allowed()) : l.sampler->sample(logits);
 }
 
 void Scheduler::on_token(Live& l, std::int32_t token) {
   if (token < 0) {
     fail_live(l, Error{ErrorCode::internal, "sampler returned no token"});
     return;
+  }
+  if (l.constraint) {
+    if (auto ok = l.constraint->accept(token); !ok) return fail_live(l, ok.error());
   }
   if (l.generated.empty() && l.first_token == Clock::time_point{}) l.first_token = Clock::now();
   const auto& tok = config_.model->tokenizer();
@@ -335,11 +353,13 @@ void Scheduler::on_token(Live& l, std::int32_t token) {
     std::string ready = l.stop->take_ready();
     if (!ready.empty()) l.p.on_token(TokenEvent{l.p.request.request_id, l.p.request.tag, token, std::move(ready)});
   }
-  if (reason == model::StopReason::none) {
+  const bool document_ends = l.constraint && l.constraint->is_finished();
+  if (reason == model::StopReason::none && !document_ends) {
     l.tokens.push_back(token);
     return;
   }
-  finish(l, reason == model::StopReason::max_tokens ? "length" : "stop");
+  const bool cut = reason == model::StopReason::max_tokens && !(l.constraint && l.constraint->is_complete());
+  finish(l, cut ? "length" : "stop");
 }
 
 SeqResult Scheduler::result_of(const Live& l, const std::string& reason) const {
@@ -358,6 +378,7 @@ SeqResult Scheduler::result_of(const Live& l, const std::string& reason) const {
   r.prefill_ms = ms_between(l.admitted, started ? l.first_token : now);
   r.decode_ms = started ? ms_between(l.first_token, now) : 0;
   r.finish_reason = reason;
+  if (l.constraint && l.constraint->value()) r.json = l.constraint->text();
   return r;
 }
 
@@ -539,6 +560,7 @@ CacheSnapshot Scheduler::snapshot() const {
   x.pinned_pages = s.pinned_pages;
   x.num_steps = num_steps_;
   x.invariant_violation = check_invariants();
+  x.schemas_compiled = constraints_.num_compiled();
   for (cache::TenantId t = 0;; ++t) {
     auto ts = cache_->tenant_stats(t);
     if (!ts) break;

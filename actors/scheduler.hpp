@@ -31,6 +31,12 @@
 //   3. commits each prefill chunk's full pages (others may match them at once), samples
 //      where a prompt was finished or a decode row ran, applies stop conditions, and
 //      closes finished sequences (locks released; cached pages stay).
+// Constrained decoding (sampling.json_schema): the schema compiles at submit, once
+// per distinct text (ConstraintCache); a schema it cannot enforce fails the request
+// there. Each step, a constrained sequence samples only among the tokens its
+// JsonConstraint allows (the others' logits are masked) and finishes ("stop") as soon
+// as the document must end, or on an end-of-generation token once it may; stop
+// strings do not apply to it. Constrained and free sequences share every batch.
 // Requests that can never fit (prompt + max_tokens beyond the model context, the
 // whole pool, or the tenant quota) fail at submit with a clear error.
 // Queue bound: max_queued_requests per tenant for requests outside a workflow run;
@@ -56,6 +62,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/constraint_cache.hpp"
 #include "actors/fair_queue.hpp"
 #include "actors/messages.hpp"
 #include "cache/page_allocator.hpp"
@@ -139,6 +146,7 @@ class Scheduler {
     TokenFn on_token;
     DoneFn done;
     Clock::time_point accepted;
+    std::shared_ptr<const model::CompiledConstraint> constraint;  // null: free text
   };
   struct Live {
     Pending p;
@@ -149,6 +157,7 @@ class Scheduler {
     bool decoding = false;
     std::unique_ptr<model::Sampler> sampler;
     std::unique_ptr<model::StopChecker> stop;
+    std::unique_ptr<model::JsonConstraint> constraint;  // with sampling.json_schema
     std::vector<std::int32_t> generated;
     Clock::time_point admitted, first_token;
   };
@@ -172,6 +181,7 @@ class Scheduler {
   void admit_rounds();
   void admit();
   void run_batch();
+  std::int32_t sample(Live& live, std::span<const float> logits);
   void on_token(Live& live, std::int32_t token);
   void finish(Live& live, const std::string& reason);
   void fail_live(Live& live, const Error& error);
@@ -181,6 +191,7 @@ class Scheduler {
 
   SchedulerConfig config_;  // holds the engine and the allocator: outlives cache_
   std::unique_ptr<cache::PrefixCache> cache_;
+  ConstraintCache constraints_;
   FairQueue<Pending> queue_;
   std::vector<std::unique_ptr<Live>> live_;  // admission order
   std::vector<float> logits_;

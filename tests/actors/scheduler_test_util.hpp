@@ -54,11 +54,15 @@ struct Harness {
   std::uint64_t submit(std::vector<std::int32_t> prompt, int max_tokens, std::string tenant = "t",
                        std::string run = "") {
     SeqRequest req;
-    req.request_id = next_request_id();
     req.tenant = std::move(tenant);
     req.run_id = std::move(run);
     req.prompt = std::move(prompt);
     req.sampling.max_tokens = max_tokens;
+    return submit(std::move(req));
+  }
+  // Submits `req` as it is, with a fresh request id.
+  std::uint64_t submit(SeqRequest req) {
+    req.request_id = next_request_id();
     const auto id = req.request_id;
     s->submit(std::move(req), 1, [this](const TokenEvent& e) { streamed[e.request_id] += e.text; },
               [this](SeqResult r) {
