@@ -36,6 +36,17 @@ CacheStats to_cache_stats(const actors::CacheSnapshot& s) {
   return c;
 }
 
+namespace {
+
+std::optional<nlohmann::ordered_json> parse_document(const std::string& json) {
+  if (json.empty()) return std::nullopt;
+  auto value = nlohmann::ordered_json::parse(json, nullptr, false);  // valid: the scheduler checked it
+  if (value.is_discarded()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
 AgentResult to_agent_result(const actors::AgentReport& r) {
   AgentResult a;
   a.id = r.id;
@@ -51,6 +62,7 @@ AgentResult to_agent_result(const actors::AgentReport& r) {
   a.ttft_ms = r.ttft_ms;
   a.duration_ms = r.duration_ms;
   a.error = r.error;
+  a.json = parse_document(r.json);
   return a;
 }
 
@@ -66,6 +78,7 @@ GenerateResult to_generate_result(const actors::SeqResult& r) {
   g.prefill_ms = r.prefill_ms;
   g.decode_ms = r.decode_ms;
   g.finish_reason = r.finish_reason;
+  g.json = parse_document(r.json);
   return g;
 }
 

@@ -11,6 +11,9 @@ namespace {
 // slip through, it is replaced with U+FFFD here rather than thrown as type_error 316.
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
+// A structured output inside these (key-sorted) documents; its own key order is lost.
+nlohmann::json document(const nlohmann::ordered_json& value) { return nlohmann::json::parse(value.dump()); }
+
 }  // namespace
 
 const char* to_string(Event::Kind kind) {
@@ -45,6 +48,7 @@ std::string to_json(const RunResult& r) {
                         {"ttft_ms", a.ttft_ms},
                         {"duration_ms", a.duration_ms}};
     if (a.status != "ok" && !a.error.empty()) j["error"] = a.error;
+    if (a.json) j["json"] = document(*a.json);
     agents.push_back(std::move(j));
   }
   nlohmann::json j = {{"run_id", r.run_id},   {"workflow", r.workflow}, {"tenant", r.tenant},
@@ -97,6 +101,7 @@ std::string to_json(const GenerateResult& r) {
                       {"prefill_ms", r.prefill_ms},
                       {"decode_ms", r.decode_ms},
                       {"finish_reason", r.finish_reason}};
+  if (r.json) j["json"] = document(*r.json);
   return dump(j);
 }
 

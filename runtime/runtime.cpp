@@ -263,6 +263,7 @@ Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
   req.request_id = actors::next_request_id();
   req.tenant = request.tenant.empty() ? "default" : request.tenant;
   req.sampling = sampling_of(request.sampling);
+  if (request.json_schema) req.sampling.json_schema = *request.json_schema;
 
   auto state = std::make_shared<GenerationHandle::State>();
   state->cache = impl_->cache;

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/document_access.hpp"
 #include "common/result.hpp"
 
@@ -85,6 +87,13 @@ struct GenerateRequest {
   std::vector<ChatMessage> messages;  // rendered with the model's chat template...
   std::optional<std::string> raw_prompt;  // ...unless a raw prompt is given
   SamplingOptions sampling;
+  // Constrained decoding: a JSON Schema (text; properties are generated in the order
+  // written) the output must follow; `{"type":"object"}` asks for any JSON object.
+  // Generation stops when the document is complete; stop strings do not apply. A
+  // schema the engine cannot enforce fails the request (invalid_argument naming each
+  // keyword's JSON pointer). The prompt should still ask for JSON: the constraint
+  // decides which tokens may come, the model still decides what it writes.
+  std::optional<std::string> json_schema;
 };
 
 // Model text (GenerateResult::text, AgentResult::output, Event::text, streamed pieces) is
@@ -101,6 +110,9 @@ struct GenerateResult {
   double prefill_ms = 0;
   double decode_ms = 0;
   std::string finish_reason;         // "stop" | "length" | "cancelled"
+  // With json_schema: the output parsed, valid against the schema; empty when
+  // generation ended before the document was complete (finish_reason "length").
+  std::optional<nlohmann::ordered_json> json;
 };
 
 // Token counts describe the agent's own turns: prompt = cached + computed. A parent
@@ -118,6 +130,8 @@ struct AgentResult {
   double ttft_ms = 0, duration_ms = 0;
   std::string error;  // set when status is not "ok"
   std::size_t warmup_tokens = 0;  // prefix tokens prefilled for the sub-agents (see above)
+  // An agent with an output_schema: its output parsed, valid against the schema.
+  std::optional<nlohmann::ordered_json> json;
 };
 
 struct RunResult {
