@@ -49,7 +49,7 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
   const std::string route = chat ? "/v1/chat/completions" : "/v1/completions";
   auto body = parse_json(req.body);
   if (!body) return reply_error(ex, p.tenant, route, body.error());
-  auto parsed = parse_completion_request(*body, chat, max_tokens_for(p.tenant));
+  auto parsed = parse_completion_request(*body, chat, max_tokens_for(p.tenant), req.body);
   if (!parsed) return reply_error(ex, p.tenant, route, parsed.error());
   CompletionRequest request = std::move(*parsed);
   request.generate.tenant = p.tenant;  // from the key, never from the body

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/server/response_format.hpp"
+
 namespace arbor::server {
 namespace {
 
@@ -118,7 +120,8 @@ std::optional<ApiError> parse_sampling(const json& body, int cap, SamplingOption
 
 }  // namespace
 
-std::expected<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat, int max_tokens_cap) {
+std::expected<CompletionRequest, ApiError> parse_completion_request(const json& body, bool chat, int max_tokens_cap,
+                                                                    std::string_view raw_body) {
   if (!body.is_object()) return Fail(bad_request("invalid_request", "the request body must be a JSON object"));
   CompletionRequest r;
   r.chat = chat;
@@ -133,6 +136,9 @@ std::expected<CompletionRequest, ApiError> parse_completion_request(const json& 
     r.generate.raw_prompt = std::move(*prompt);
   }
   if (auto e = parse_sampling(body, max_tokens_cap, r.generate.sampling)) return Fail(*e);
+  auto schema = parse_response_format(body, raw_body);
+  if (!schema) return Fail(schema.error());
+  r.generate.json_schema = std::move(*schema);
   if (present(body, "stream")) {
     if (!body["stream"].is_boolean()) return Fail(invalid_param("/stream", "must be true or false"));
     r.stream = body["stream"].get<bool>();

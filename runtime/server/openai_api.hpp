@@ -23,8 +23,11 @@ struct CompletionRequest {
 
 // Validates a request body. Unknown fields are ignored (clients send many); known ones
 // must have the right type and range. `max_tokens_cap` bounds max_tokens.
+// `raw_body` (the body's text) keeps a response_format schema's key order
+// (response_format.hpp).
 std::expected<CompletionRequest, ApiError> parse_completion_request(const nlohmann::json& body, bool chat,
-                                                                    int max_tokens_cap);
+                                                                    int max_tokens_cap,
+                                                                    std::string_view raw_body = {});
 
 // OpenAI finish_reason of a runtime one ("stop" | "length"; "cancelled" -> "stop").
 std::string finish_reason(const GenerateResult& result);

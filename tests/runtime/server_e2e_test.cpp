@@ -246,5 +246,64 @@ TEST_F(ServerE2E, StopCancelsStreamsWhichStillEndCleanly) {
   EXPECT_EQ(runtime_->cache_stats().pages_locked, 0);
 }
 
+// response_format: the request's body with a json_schema whose properties are written
+// "zeta" before "alpha" (so the written order, not the alphabetical one, must survive).
+std::string json_schema_body(int max_tokens, bool stream) {
+  return std::string(R"({"model":"m","max_tokens":)") + std::to_string(max_tokens) + (stream ? R"(,"stream":true)" : "") +
+         R"(,"temperature":0,"messages":[{"role":"user","content":"Give me a code word and a colour as JSON."}],
+  "response_format":{"type":"json_schema","json_schema":{"name":"pair","strict":true,"schema":
+  {"type":"object","properties":{"zeta":{"type":"string","maxLength":12},"alpha":{"enum":["red","green","blue"]}},
+   "required":["zeta","alpha"],"additionalProperties":false}}}})";
+}
+
+TEST_F(ServerE2E, ResponseFormatJsonSchemaWholeAndStreamedGiveOneValidDocument) {
+  auto whole = request(port_, "POST", "/v1/chat/completions", json_schema_body(64, false), kAlpha);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const std::string content = whole.json()["choices"][0]["message"]["content"];
+  EXPECT_EQ(whole.json()["choices"][0]["finish_reason"], "stop");
+  const auto doc = nlohmann::ordered_json::parse(content, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << content;
+  ASSERT_EQ(doc.size(), 2u) << content;
+  EXPECT_EQ(doc.begin().key(), "zeta") << content;  // the schema's order, not the alphabet's
+  EXPECT_TRUE(doc["zeta"].is_string() && doc["zeta"].get<std::string>().size() <= 12 * 4) << content;
+  const std::string colour = doc["alpha"];
+  EXPECT_TRUE(colour == "red" || colour == "green" || colour == "blue") << content;
+  auto streamed = request(port_, "POST", "/v1/chat/completions", json_schema_body(64, true), kAlpha);
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_EQ(stream_text(streamed.body), content);
+  EXPECT_EQ(sse_payloads(streamed.body).back(), "[DONE]");
+  // json_object on /v1/completions: any JSON object.
+  auto object = request(port_, "POST", "/v1/completions",
+                        R"({"prompt":"A JSON object describing a cat: ","max_tokens":48,"temperature":0,
+                            "response_format":{"type":"json_object"}})", kAlpha);
+  ASSERT_EQ(object.status, 200) << object.body;
+  const std::string text = object.json()["choices"][0]["text"];
+  if (object.json()["choices"][0]["finish_reason"] == "stop")
+    EXPECT_TRUE(nlohmann::json::parse(text, nullptr, false).is_object()) << text;
+  else  // cut by max_tokens: still the beginning of an object
+    EXPECT_EQ(text.substr(0, 1), "{") << text;
+  EXPECT_EQ(pages_locked(), 0);
+}
+
+TEST_F(ServerE2E, ResponseFormatTheServerCannotEnforceIs400NamingThePointer) {
+  auto bad = request(port_, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"n"}],
+      "response_format":{"type":"json_schema","json_schema":{"name":"n","schema":
+      {"type":"object","properties":{"n":{"type":"integer","multipleOf":3}}}}}})", kAlpha);
+  ASSERT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(bad.json()["error"]["param"], "/response_format/json_schema/schema/properties/n/multipleOf");
+  EXPECT_NE(bad.json()["error"]["message"].get<std::string>().find("multipleOf"), std::string::npos) << bad.body;
+  auto no_schema = request(port_, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"n"}],
+      "response_format":{"type":"json_schema","json_schema":{"name":"n"}}})", kAlpha);
+  ASSERT_EQ(no_schema.status, 400) << no_schema.body;
+  EXPECT_EQ(no_schema.json()["error"]["param"], "/response_format/json_schema/schema");
+  auto unknown = request(port_, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"n"}],
+      "response_format":{"type":"yaml"}})", kAlpha);
+  ASSERT_EQ(unknown.status, 400) << unknown.body;
+  EXPECT_EQ(unknown.json()["error"]["param"], "/response_format/type");
+  auto text = request(port_, "POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":"Hi"}],
+      "max_tokens":4,"response_format":{"type":"text"}})", kAlpha);
+  EXPECT_EQ(text.status, 200) << text.body;
+}
+
 }  // namespace
 }  // namespace arbor::server::test

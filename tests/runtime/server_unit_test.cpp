@@ -61,6 +61,27 @@ ApiError parse_bad(const std::string& text, bool chat = true) {
   return r ? ApiError{} : r.error();
 }
 
+TEST(ServerOpenAi, ResponseFormatBecomesTheSchemaToEnforceInTheOrderWritten) {
+  const std::string text = R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
+      "json_schema":{"name":"n","strict":true,"schema":{"type":"object","properties":{"b":{"type":"null"},"a":{"type":"null"}}}}}})";
+  auto r = parse_completion_request(json::parse(text), true, 256, text);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->generate.json_schema, R"({"type":"object","properties":{"b":{"type":"null"},"a":{"type":"null"}}})");
+  EXPECT_EQ(parse_ok(R"({"prompt":"x","response_format":{"type":"json_object"}})", false).generate.json_schema,
+            R"({"type":"object"})");
+  EXPECT_FALSE(parse_ok(R"({"prompt":"x","response_format":{"type":"text"}})", false).generate.json_schema);
+  EXPECT_FALSE(parse_ok(R"({"prompt":"x","response_format":null})", false).generate.json_schema);
+  EXPECT_EQ(parse_bad(R"({"prompt":"x","response_format":"json"})", false).param, "/response_format");
+  EXPECT_EQ(parse_bad(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":1,"schema":{}}}})",
+                      false).param,
+            "/response_format/json_schema/name");
+  const ApiError e = parse_bad(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":
+      {"type":"array","uniqueItems":true,"contains":{"type":"null"}}}}})", false);
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "/response_format/json_schema/schema/uniqueItems");
+  EXPECT_NE(e.message.find("/response_format/json_schema/schema/contains"), std::string::npos) << e.message;
+}
+
 TEST(ServerOpenAi, ParsesChatRequest) {
   auto r = parse_ok(R"({"model":"m","messages":[{"role":"system","content":"S"},
       {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
