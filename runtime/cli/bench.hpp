@@ -10,6 +10,7 @@ namespace arbor::cli {
 Runner setup_bench_engine(CLI::App& app);
 Runner setup_bench_workflow(CLI::App& app);
 Runner setup_bench_serve(CLI::App& app);
+Runner setup_bench_constrained(CLI::App& app);
 
 // --max-tokens of the workflow and serve benchmarks: tokens generated per agent or
 // request.

@@ -26,6 +26,8 @@ Runner setup(CLI::App& app) {
       setup_bench_engine);
   add("workflow", "N sub-agents over one shared document, prefix cache on and off", setup_bench_workflow);
   add("serve", "the HTTP server: streaming clients, prefix cache on and off", setup_bench_serve);
+  add("constrained", "constrained decoding (a JSON Schema) vs free text through the scheduler, per batch size",
+      setup_bench_constrained);
   app.require_subcommand(1);
   app.footer("Figures for BENCHMARKS.md; `arbor bench WHAT --help` for each one's options.");
   CLI::App* bench = &app;
@@ -37,7 +39,7 @@ Runner setup(CLI::App& app) {
 
 ARBOR_CLI_COMMAND("bench",
                   "benchmarks: engine (pp512, tg128, batched decode), workflow (N sub-agents, cache on/off), "
-                  "serve (streaming HTTP clients, cache on/off)",
+                  "serve (streaming HTTP clients, cache on/off), constrained (JSON Schema vs free)",
                   setup);
 
 }  // namespace

@@ -161,7 +161,8 @@ const std::vector<std::string> kCommands = {
     "perplexity FILE.txt",
     "bench engine --reps 1",
     "bench workflow --agents 1 --max-tokens 1",
-    "bench serve --clients 1 --requests-per-client 1 --max-tokens 1"};
+    "bench serve --clients 1 --requests-per-client 1 --max-tokens 1",
+    "bench constrained --batch 1 --max-tokens 1 --reps 1"};
 
 std::string command_name(const std::string& command_line) {
   // "bench serve --clients 1" -> "bench serve"; "run WF.json" -> "run"

@@ -1,0 +1,143 @@
+// `arbor bench constrained`: the cost of constrained decoding (a JSON Schema enforced
+// token by token) through the real scheduler, at each batch size: B generate() calls
+// at once with the schema, then the same B free, each free row limited to the tokens
+// its constrained twin generated (so both batches shrink alike as rows finish). The
+// prompts are cached by a warm-up pass first (which also warms the schema's mask
+// caches, as a server reusing a schema would), so the figures are decode throughput.
+// Overhead = constrained time per token / free time per token - 1.
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/cli/bench.hpp"
+#include "runtime/cli/command.hpp"
+#include "runtime/cli/options.hpp"
+#include "runtime/cli/runtime_options.hpp"
+
+namespace arbor::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* const kSchema =
+    R"({"type":"object","properties":{"name":{"type":"string","maxLength":40},)"
+    R"("category":{"enum":["kitchen","garden","office","toys"]},"price":{"type":"number","minimum":0,"maximum":1000},)"
+    R"("tags":{"type":"array","items":{"type":"string","maxLength":16},"minItems":1,"maxItems":4},)"
+    R"("in_stock":{"type":"boolean"}},"required":["name","category","price","tags","in_stock"],)"
+    R"("additionalProperties":false})";
+
+const char* const kProducts[] = {"a kettle", "a rake", "a stapler", "a kite", "a teapot", "a hose", "a lamp", "a puzzle"};
+
+GenerateRequest request(int row, int max_tokens, bool constrained) {
+  GenerateRequest r;
+  r.tenant = "bench";
+  // The schema is in the prompt too, as a user would put it: the constraint decides which
+  // tokens may come, the model still has to know what to write.
+  r.messages = {{"system", "You describe products for a shop catalogue. Reply with one JSON document that follows "
+                           "this JSON Schema: " + std::string(kSchema)},
+                {"user", std::string("Describe ") + kProducts[row % 8] + " as JSON."}};
+  r.sampling.max_tokens = max_tokens;
+  if (constrained) r.json_schema = kSchema;
+  return r;
+}
+
+struct Pass {
+  double seconds = 0;
+  std::vector<int> tokens;  // generated, per row
+  double tokens_per_s() const {
+    int n = 0;
+    for (int t : tokens) n += t;
+    return seconds > 0 ? n / seconds : 0;
+  }
+};
+
+// One batch: every row started at once, timed until the last one ends.
+Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool constrained) {
+  std::vector<GenerationHandle> handles;
+  const auto t0 = Clock::now();
+  for (std::size_t i = 0; i < max_tokens.size(); ++i) {
+    auto h = rt.start_generate(request(int(i), max_tokens[i], constrained));
+    if (!h) return std::unexpected(h.error());
+    handles.push_back(std::move(*h));
+  }
+  Pass pass;
+  for (auto& h : handles) {
+    auto r = h.result();
+    if (!r) return std::unexpected(r.error());
+    if (constrained && !r->json) return fail(ErrorCode::failed, "a constrained row ended before its document: " + r->text);
+    pass.tokens.push_back(int(r->generated_tokens));
+  }
+  pass.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return pass;
+}
+
+struct Figures {
+  double constrained = 0, free = 0;  // tokens/s, averaged over the repetitions
+  double overhead_percent() const { return constrained > 0 ? (free / constrained - 1) * 100 : 0; }
+};
+
+Result<Figures> measure(Runtime& rt, int batch, int max_tokens, int reps) {
+  const std::vector<int> budget(std::size_t(batch), max_tokens);
+  Figures f;
+  for (int r = 0; r <= reps; ++r) {  // r == 0 warms the prompt cache and the masks
+    auto c = run_batch(rt, budget, true);
+    if (!c) return std::unexpected(c.error());
+    auto free = run_batch(rt, c->tokens, false);
+    if (!free) return std::unexpected(free.error());
+    if (r == 0) continue;
+    f.constrained += c->tokens_per_s() / reps;
+    f.free += free->tokens_per_s() / reps;
+  }
+  return f;
+}
+
+struct ConstrainedOptions {
+  std::string batches = "1,8";
+  int max_tokens = 96;
+  int reps = 3;
+  bool json = false;
+  RuntimeOptions runtime;
+};
+
+int bench_constrained(const ConstrainedOptions& o) {
+  RuntimeConfig config;
+  o.runtime.apply(config);
+  auto rt = Runtime::create(config);
+  if (!rt) return std::fprintf(stderr, "arbor bench constrained: %s\n", rt.error().describe().c_str()), kExitInvalid;
+  nlohmann::json doc = {{"threads", config.num_threads}, {"runs", nlohmann::json::array()}};
+  if (!o.json) std::printf("%5s %14s %14s %9s\n", "batch", "free tok/s", "schema tok/s", "overhead");
+  for (int batch : parse_integer_list(o.batches)) {
+    auto f = measure(**rt, batch, o.max_tokens, o.reps);
+    if (!f) return std::fprintf(stderr, "arbor bench constrained: %s\n", f.error().describe().c_str()), kExitFailed;
+    if (o.json)
+      doc["runs"].push_back({{"batch", batch}, {"free_tokens_per_s", f->free},
+                             {"constrained_tokens_per_s", f->constrained}, {"overhead_percent", f->overhead_percent()}});
+    else
+      std::printf("%5d %14.1f %14.1f %8.1f%%\n", batch, f->free, f->constrained, f->overhead_percent());
+  }
+  if (o.json) std::printf("%s\n", doc.dump(2).c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_bench_constrained(CLI::App& app) {
+  auto o = std::make_shared<ConstrainedOptions>();
+  app.add_option("--batch", o->batches, "batch sizes to measure, a comma list")
+      ->type_name("N,N,...")
+      ->check(integer_list_in(1, 64))
+      ->capture_default_str();
+  declare_bench_max_tokens(app, o->max_tokens);
+  app.add_option("--reps", o->reps, "measured repetitions (after one warm-up)")
+      ->type_name("N")
+      ->check(integer_in(1, 100))
+      ->capture_default_str();
+  app.add_flag("--json", o->json, "print the figures as one JSON document");
+  o->runtime.declare(app, kModelFlag | kDeviceFlag | kThreadsFlag | kPrecisionFlag);
+  return [o] { return bench_constrained(*o); };
+}
+
+}  // namespace arbor::cli
