@@ -1,7 +1,8 @@
 // Fuzzes the OpenAI request path of the server without sockets: the body parser
 // (parse_json), request validation for /v1/chat/completions and /v1/completions, the
 // response and stream documents built from what was accepted, and the stop checker
-// where token pieces become the streamed text (model/sampler_stop).
+// where token pieces become the streamed text (model/sampler_stop), and response_format
+// (a JSON Schema the server accepts is one the engine can enforce).
 //
 // Invariants: nothing throws; an error is a 4xx with a message; an accepted request's
 // values are in their documented ranges; documents serialize (invalid UTF-8 replaced);
@@ -14,6 +15,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_check.hpp"
+#include "model/json_grammar.hpp"
 #include "model/sampler_stop.hpp"
 #include "model/unicode.hpp"
 #include "runtime/server/openai_api.hpp"
@@ -34,6 +36,9 @@ void check_accepted(const CompletionRequest& r, bool chat) {
   for (const auto& stop : s.stop) ARBOR_FUZZ_CHECK(!stop.empty(), "empty stop string");
   ARBOR_FUZZ_CHECK(chat ? !r.generate.messages.empty() && !r.generate.raw_prompt
                         : r.generate.raw_prompt.has_value(), "prompt shape");
+  // An accepted response_format schema is one the engine enforces.
+  if (r.generate.json_schema)
+    ARBOR_FUZZ_CHECK(arbor::model::JsonGrammar::from_text(*r.generate.json_schema).has_value(), *r.generate.json_schema);
 }
 
 // The accepted text (any bytes) goes back out as an answer and as stream deltas.
@@ -74,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   for (bool chat : {true, false}) {
-    auto request = parse_completion_request(*json, chat, kCap);
+    auto request = parse_completion_request(*json, chat, kCap, body);
     if (!request) {
       const ApiError& e = request.error();
       ARBOR_FUZZ_CHECK(e.status >= 400 && e.status < 500 && !e.message.empty(), e.message);
