@@ -278,10 +278,11 @@ TEST_F(ServerE2E, ResponseFormatJsonSchemaWholeAndStreamedGiveOneValidDocument) 
                             "response_format":{"type":"json_object"}})", kAlpha);
   ASSERT_EQ(object.status, 200) << object.body;
   const std::string text = object.json()["choices"][0]["text"];
-  if (object.json()["choices"][0]["finish_reason"] == "stop")
+  if (object.json()["choices"][0]["finish_reason"] == "stop") {
     EXPECT_TRUE(nlohmann::json::parse(text, nullptr, false).is_object()) << text;
-  else  // cut by max_tokens: still the beginning of an object
+  } else {  // cut by max_tokens: still the beginning of an object
     EXPECT_EQ(text.substr(0, 1), "{") << text;
+  }
   EXPECT_EQ(pages_locked(), 0);
 }
 
