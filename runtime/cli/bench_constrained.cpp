@@ -1,10 +1,13 @@
 // `arbor bench constrained`: the cost of constrained decoding (a JSON Schema enforced
 // token by token) through the real scheduler, at each batch size: B generate() calls
-// at once with the schema, then the same B free, each free row limited to the tokens
-// its constrained twin generated (so both batches shrink alike as rows finish). The
-// prompts are cached by a warm-up pass first (which also warms the schema's mask
-// caches, as a server reusing a schema would), so the figures are decode throughput.
-// Overhead = constrained time per token / free time per token - 1.
+// at once with the schema, and the same B free. A warm-up pass of each kind caches the
+// prompts and the schema's masks (as a server reusing a schema would; every warm-up
+// document must be complete) and gives each row's lengths; the measured passes then
+// give row i of both kinds the same budget, the shorter of its two lengths, so both
+// batches generate the same tokens and shrink alike (a free row that ended early on
+// its own would otherwise shrink the free batch sooner). The kinds alternate which runs
+// first. Overhead = constrained time per token / free time per token - 1.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -47,15 +50,17 @@ GenerateRequest request(int row, int max_tokens, bool constrained) {
 struct Pass {
   double seconds = 0;
   std::vector<int> tokens;  // generated, per row
-  double tokens_per_s() const {
+  int total() const {
     int n = 0;
     for (int t : tokens) n += t;
-    return seconds > 0 ? n / seconds : 0;
+    return n;
   }
+  double tokens_per_s() const { return seconds > 0 ? total() / seconds : 0; }
 };
 
-// One batch: every row started at once, timed until the last one ends.
-Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool constrained) {
+// One batch: every row started at once, timed until the last one ends. With
+// `whole_documents`, a constrained row must end with its document complete.
+Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool constrained, bool whole_documents) {
   std::vector<GenerationHandle> handles;
   const auto t0 = Clock::now();
   for (std::size_t i = 0; i < max_tokens.size(); ++i) {
@@ -67,7 +72,7 @@ Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool con
   for (auto& h : handles) {
     auto r = h.result();
     if (!r) return std::unexpected(r.error());
-    if (constrained && !r->json) return fail(ErrorCode::failed, "a constrained row ended before its document: " + r->text);
+    if (constrained && whole_documents && !r->json) return fail(ErrorCode::failed, "a constrained row ended before its document: " + r->text);
     pass.tokens.push_back(int(r->generated_tokens));
   }
   pass.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -76,20 +81,27 @@ Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool con
 
 struct Figures {
   double constrained = 0, free = 0;  // tokens/s, averaged over the repetitions
+  int constrained_tokens = 0, free_tokens = 0;  // of one pass
   double overhead_percent() const { return constrained > 0 ? (free / constrained - 1) * 100 : 0; }
 };
 
 Result<Figures> measure(Runtime& rt, int batch, int max_tokens, int reps) {
-  const std::vector<int> budget(std::size_t(batch), max_tokens);
+  const std::vector<int> full(std::size_t(batch), max_tokens);
+  auto warm_constrained = run_batch(rt, full, true, true);
+  if (!warm_constrained) return std::unexpected(warm_constrained.error());
+  auto warm_free = run_batch(rt, full, false, false);
+  if (!warm_free) return std::unexpected(warm_free.error());
+  std::vector<int> budget(static_cast<std::size_t>(batch));
+  for (std::size_t i = 0; i < budget.size(); ++i)
+    budget[i] = std::max(1, std::min(warm_constrained->tokens[i], warm_free->tokens[i]));
   Figures f;
-  for (int r = 0; r <= reps; ++r) {  // r == 0 warms the prompt cache and the masks
-    auto c = run_batch(rt, budget, true);
-    if (!c) return std::unexpected(c.error());
-    auto free = run_batch(rt, c->tokens, false);
-    if (!free) return std::unexpected(free.error());
-    if (r == 0) continue;
-    f.constrained += c->tokens_per_s() / reps;
-    f.free += free->tokens_per_s() / reps;
+  for (int r = 0; r < reps; ++r) {
+    for (bool constrained : {r % 2 == 0, r % 2 != 0}) {
+      auto pass = run_batch(rt, budget, constrained, false);
+      if (!pass) return std::unexpected(pass.error());
+      (constrained ? f.constrained : f.free) += pass->tokens_per_s() / reps;
+      (constrained ? f.constrained_tokens : f.free_tokens) = pass->total();
+    }
   }
   return f;
 }
@@ -108,15 +120,18 @@ int bench_constrained(const ConstrainedOptions& o) {
   auto rt = Runtime::create(config);
   if (!rt) return std::fprintf(stderr, "arbor bench constrained: %s\n", rt.error().describe().c_str()), kExitInvalid;
   nlohmann::json doc = {{"threads", config.num_threads}, {"runs", nlohmann::json::array()}};
-  if (!o.json) std::printf("%5s %14s %14s %9s\n", "batch", "free tok/s", "schema tok/s", "overhead");
+  if (!o.json)
+    std::printf("%5s %14s %14s %9s %14s\n", "batch", "free tok/s", "schema tok/s", "overhead", "tokens/pass");
   for (int batch : parse_integer_list(o.batches)) {
     auto f = measure(**rt, batch, o.max_tokens, o.reps);
     if (!f) return std::fprintf(stderr, "arbor bench constrained: %s\n", f.error().describe().c_str()), kExitFailed;
     if (o.json)
       doc["runs"].push_back({{"batch", batch}, {"free_tokens_per_s", f->free},
-                             {"constrained_tokens_per_s", f->constrained}, {"overhead_percent", f->overhead_percent()}});
+                             {"constrained_tokens_per_s", f->constrained}, {"overhead_percent", f->overhead_percent()},
+                             {"free_tokens", f->free_tokens}, {"constrained_tokens", f->constrained_tokens}});
     else
-      std::printf("%5d %14.1f %14.1f %8.1f%%\n", batch, f->free, f->constrained, f->overhead_percent());
+      std::printf("%5d %14.1f %14.1f %8.1f%% %7d/%-6d\n", batch, f->free, f->constrained, f->overhead_percent(),
+                  f->free_tokens, f->constrained_tokens);
   }
   if (o.json) std::printf("%s\n", doc.dump(2).c_str());
   return kExitOk;
