@@ -1,7 +1,9 @@
 // arbor::Runtime on top of the actors: one actor system, one cache actor, one run
 // actor per workflow run, one small actor per generate() call. Blocking callers wait
 // on the handles' condition variables (or a scoped_actor), never inside an actor.
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "actors/cache_actor.hpp"
@@ -168,7 +170,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   sc.model = impl->model;
   sc.engine = std::move(*engine);
   sc.page_size = config.page_size;
-  sc.num_pages = int(num_pages);
+  sc.num_pages = int(std::min<std::size_t>(num_pages, std::numeric_limits<int>::max()));  // page ids are int
   sc.eviction = *eviction;
   sc.prefix_caching = config.prefix_caching;
   sc.prefill_chunk = config.prefill_chunk;
