@@ -1,7 +1,10 @@
 // `arbor generate --prompt TEXT`: one chat-formatted generation through the runtime
 // (the same cache actor a workflow uses).
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +17,7 @@ namespace {
 
 struct GenerateOptions {
   std::string prompt, system;
+  std::string json_schema;  // schema text, or @FILE
   SamplingOptions sampling;  // its defaults are the help's
   bool raw = false, json = false;
   CLI::Option* system_option = nullptr;  // an empty --system still sends a system message
@@ -23,9 +27,25 @@ struct GenerateOptions {
 // The runtime's messages name request fields; here they are flags.
 std::string worded(const Error& error) { return cli_wording(error.describe(), {{"max_tokens", "--max-tokens"}}); }
 
+// --json-schema's value: the schema text itself, or `@FILE` for a file holding it.
+std::optional<std::string> schema_text(const std::string& value) {
+  if (!value.starts_with('@')) return value;
+  std::ifstream in(value.substr(1), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 int run_generate(GenerateOptions& o) {
   GenerateRequest request;
   request.sampling = o.sampling;
+  if (!o.json_schema.empty()) {
+    request.json_schema = schema_text(o.json_schema);
+    if (!request.json_schema)
+      return std::fprintf(stderr, "arbor: --json-schema: cannot read '%s'; check the path\n", o.json_schema.c_str() + 1),
+             kExitInvalid;
+  }
   RuntimeConfig config;
   o.runtime.apply(config);
   if (o.raw) {
@@ -96,6 +116,10 @@ Runner setup(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--raw", o->raw, "send --prompt as is, without the model's chat template");
   app.add_flag("--json", o->json, "print the result as one JSON document instead of streaming the text");
+  app.add_option("--json-schema", o->json_schema,
+                 "constrain the output to this JSON Schema (its text, or @FILE); with --json the parsed "
+                 "document is its \"json\" field")
+      ->type_name("SCHEMA");
   o->runtime.declare(app);
   app.footer("Exit codes: 0 ok, 1 cancelled, 2 invalid input (a flag, the model, a prompt too long or a KV pool too small).");
   return [o] { return run_generate(*o); };

@@ -91,6 +91,31 @@ TEST(Cli, GenerateJsonHasTheDocumentedFields) {
   EXPECT_NE(j["text"].get<std::string>().find("Paris"), std::string::npos) << j["text"];
 }
 
+TEST(Cli, GenerateJsonSchemaConstrainsTheOutputOrNamesWhatItCannotEnforce) {
+  REQUIRE_ARBOR();
+  const std::string schema =
+      R"({"type":"object","properties":{"city":{"type":"string","maxLength":24}},"required":["city"],)"
+      R"("additionalProperties":false})";
+  const Output o = run("generate --prompt 'What is the capital of France? Answer in JSON.' --max-tokens 40 --json "
+                       "--json-schema '" + schema + "'");
+  ASSERT_EQ(o.status, 0) << o.out;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_TRUE(j.contains("json")) << o.out;
+  ASSERT_TRUE(j["json"].is_object()) << o.out;
+  ASSERT_TRUE(j["json"]["city"].is_string()) << o.out;
+  EXPECT_LE(j["json"]["city"].get<std::string>().size(), 24u * 4);
+  EXPECT_EQ(nlohmann::json::parse(j["text"].get<std::string>()), j["json"]);  // the text is the document
+
+  const std::string file = std::string(ARBOR_BINARY_DIR) + "/cli_schema.json";
+  std::ofstream(file) << R"({"type":"integer","multipleOf":3})";
+  const Streams bad = run_streams("generate --prompt hi --max-tokens 4 --json-schema @" + file);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("/multipleOf"), std::string::npos) << bad.err;
+  const Streams missing = run_streams("generate --prompt hi --json-schema @/nonexistent/schema.json");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("cannot read '/nonexistent/schema.json'"), std::string::npos) << missing.err;
+}
+
 TEST(Cli, BadInputExitsTwoWithAClearMessage) {
   REQUIRE_ARBOR();
   const std::string truncated = std::string(ARBOR_BINARY_DIR) + "/cli_truncated.gguf";
