@@ -14,7 +14,7 @@
 #include <random>
 
 #include "cache/page_pool.hpp"
-#include "kernels/cuda/device.hpp"
+#include "tests/kernels/cuda/cuda_test_util.hpp"
 #include "model/cpu_engine.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/synthetic_model.hpp"
@@ -22,14 +22,6 @@
 
 namespace arbor::model {
 namespace {
-
-#define ARBOR_REQUIRE_CUDA()                                                                                   \
-  do {                                                                                                         \
-    std::string why;                                                                                           \
-    if (kernels::cuda::device_count(&why) == 0)                                                                \
-      GTEST_SKIP() << "no CUDA device (" << why << "); the CUDA tests run on a GPU machine "                 \
-                   << "(scripts/device_check.sh)";                                                             \
-  } while (0)
 
 // A model held in memory: the bytes, the parsed file, config and weights.
 struct Loaded {

@@ -8,20 +8,12 @@
 
 #include <filesystem>
 
-#include "kernels/cuda/device.hpp"
+#include "tests/kernels/cuda/cuda_test_util.hpp"
 #include "model/synthetic_model.hpp"
 #include "runtime/runtime_test_util.hpp"
 
 namespace arbor::testing {
 namespace {
-
-#define ARBOR_REQUIRE_CUDA()                                                                                   \
-  do {                                                                                                         \
-    std::string why;                                                                                           \
-    if (kernels::cuda::device_count(&why) == 0)                                                                \
-      GTEST_SKIP() << "no CUDA device (" << why << "); the CUDA tests run on a GPU machine "                 \
-                   << "(scripts/device_check.sh)";                                                             \
-  } while (0)
 
 // A 6-layer SmolLM2-shaped Q4_1 model, written once into the temporary directory (the
 // GPU machine runs binaries built elsewhere: ARBOR_BINARY_DIR need not exist there) and
