@@ -14,17 +14,7 @@ constexpr std::size_t kPage = 16;
 const std::map<std::string, std::string> kFourQuestions = {
     {"questions", R"(["Who built the first transistor?","Why replace vacuum tubes?","What is a MOSFET?","What does Moore's law say?"])"}};
 
-class RuntimeRun : public ::testing::Test {
- protected:
-  void SetUp() override {
-    rt_ = make_runtime();
-    ASSERT_TRUE(rt_);
-  }
-  void TearDown() override {
-    if (rt_) expect_clean(*rt_);
-  }
-  std::unique_ptr<Runtime> rt_;
-};
+class RuntimeRun : public CleanRuntimeTest {};
 
 TEST_F(RuntimeRun, ResearchTeamComputesSharedPrefixOnce) {
   const auto r = run_text(*rt_, example_with_max_tokens("research_team", 8), kFourQuestions);

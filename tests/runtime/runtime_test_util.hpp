@@ -77,6 +77,19 @@ inline void expect_clean(Runtime& rt) {
   EXPECT_EQ(rt.check_invariants(), "");
 }
 
+// A fixture with a fresh runtime per case (small_config), checked clean after it.
+class CleanRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rt_ = make_runtime();
+    ASSERT_TRUE(rt_);
+  }
+  void TearDown() override {
+    if (rt_) expect_clean(*rt_);
+  }
+  std::unique_ptr<Runtime> rt_;
+};
+
 }  // namespace arbor::testing
 
 namespace arbor::testing {

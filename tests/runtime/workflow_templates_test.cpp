@@ -7,15 +7,8 @@
 namespace arbor::testing {
 namespace {
 
-class WorkflowTemplates : public ::testing::Test {
+class WorkflowTemplates : public CleanRuntimeTest {
  protected:
-  void SetUp() override {
-    rt_ = make_runtime();
-    ASSERT_TRUE(rt_);
-  }
-  void TearDown() override {
-    if (rt_) expect_clean(*rt_);
-  }
   // Runs `agents` (a JSON array) and expects every agent to finish "ok".
   RunResult run_ok(const std::string& agents) {
     const std::string wf = R"({"name": "t", "defaults": {"generation": {"max_tokens": 3}}, "agents": )" + agents + "}";
@@ -24,7 +17,6 @@ class WorkflowTemplates : public ::testing::Test {
     for (const auto& a : r.agents) EXPECT_EQ(a.status, "ok") << a.id << ": " << a.error;
     return r;
   }
-  std::unique_ptr<Runtime> rt_;
 };
 
 TEST_F(WorkflowTemplates, PreviousInAFanInAfterATaskIsTheTasksOutput) {
