@@ -24,62 +24,43 @@ int hex_value(std::uint8_t b) {
 
 // ---- strings: a lexer over bytes that yields code points to a CharDfa ----
 
-enum LexKind : std::uint32_t { kLexNormal = 0, kLexEscape, kLexHex, kLexAfterHigh, kLexAfterHighSlash, kLexLowHex, kLexUtf8 };
+enum LexKind : std::uint32_t { kLexNormal = 0, kLexEscape, kLexHex, kLexUtf8 };
 
 constexpr std::uint32_t lex_kind(std::uint32_t lex) { return lex & 15; }
 constexpr std::uint32_t lex_digits(std::uint32_t lex) { return (lex >> 4) & 3; }
-constexpr std::uint32_t make_hex(std::uint32_t kind, std::uint32_t digits, std::uint32_t value, std::uint32_t high = 0) {
-  return kind | (digits << 4) | (value << 8) | (high << 20);
+constexpr std::uint32_t make_hex(std::uint32_t digits, std::uint32_t value) {
+  return kLexHex | (digits << 4) | (value << 8);
 }
 // UTF-8: remaining continuation bytes, total length, value so far.
 constexpr std::uint32_t make_utf8(std::uint32_t remaining, std::uint32_t length, std::uint32_t value) {
   return kLexUtf8 | (remaining << 4) | (length << 6) | (value << 8);
 }
 
+// The generation form writes \u escapes only for the control characters U+0000..U+001F
+// (which have no other spelling but a short escape); every other code point is raw
+// UTF-8. A model given the choice spells ordinary letters as \u escapes, which costs six
+// tokens a letter and derails small models.
+constexpr std::uint32_t kMaxEscapedCodePoint = 0x1F;
+
 struct Interval {
   std::uint32_t lo, hi;
 };
-
-// Code points that 16-bit \u values in [lo, hi] can start: BMP scalars directly, high
-// surrogates as the supplementary planes they lead to; lone low surrogates never.
-int escape_intervals(std::uint32_t lo, std::uint32_t hi, Interval out[3]) {
-  int n = 0;
-  auto clip = [&](std::uint32_t a, std::uint32_t b) -> std::optional<Interval> {
-    const std::uint32_t x = std::max(lo, a), y = std::min(hi, b);
-    if (x > y) return std::nullopt;
-    return Interval{x, y};
-  };
-  if (auto i = clip(0, 0xD7FF)) out[n++] = *i;
-  if (auto i = clip(0xD800, 0xDBFF))
-    out[n++] = {0x10000 + ((i->lo - 0xD800) << 10), 0x10000 + ((i->hi - 0xD800) << 10) + 0x3FF};
-  if (auto i = clip(0xE000, 0xFFFF)) out[n++] = *i;
-  return n;
-}
+constexpr int kMaxIntervals = 4;
 
 // The code points a partial lexer state can still complete to.
-int lex_intervals(std::uint32_t lex, Interval out[3]) {
+int lex_intervals(std::uint32_t lex, Interval out[kMaxIntervals]) {
   const std::uint32_t digits = lex_digits(lex);
   switch (lex_kind(lex)) {
-    case kLexEscape:
-      out[0] = {0, 0xD7FF};
-      out[1] = {0xE000, kMaxCodePoint};
-      return 2;
+    case kLexEscape:  // \u00XX and \b \f \n \r \t; \" \\ \/
+      out[0] = {0, kMaxEscapedCodePoint};
+      out[1] = {'"', '"'};
+      out[2] = {'/', '/'};
+      out[3] = {'\\', '\\'};
+      return 4;
     case kLexHex: {
       const std::uint32_t value = (lex >> 8) & 0xFFF, span = 1u << (4 * (4 - digits));
-      return escape_intervals(value * span, value * span + span - 1, out);
-    }
-    case kLexAfterHigh:
-    case kLexAfterHighSlash: {
-      const std::uint32_t high = (lex >> 20) & 0x3FF;
-      out[0] = {0x10000 + (high << 10), 0x10000 + (high << 10) + 0x3FF};
-      return 1;
-    }
-    case kLexLowHex: {
-      const std::uint32_t high = (lex >> 20) & 0x3FF, value = (lex >> 8) & 0xFFF, span = 1u << (4 * (4 - digits));
-      const std::uint32_t lo = std::max<std::uint32_t>(value * span, 0xDC00);
-      const std::uint32_t hi = std::min<std::uint32_t>(value * span + span - 1, 0xDFFF);
-      if (lo > hi) return 0;
-      out[0] = {0x10000 + (high << 10) + (lo - 0xDC00), 0x10000 + (high << 10) + (hi - 0xDC00)};
+      if (value * span > kMaxEscapedCodePoint) return 0;
+      out[0] = {value * span, std::min(value * span + span - 1, kMaxEscapedCodePoint)};
       return 1;
     }
     case kLexUtf8: {
@@ -129,7 +110,7 @@ struct StringLexer {
     return false;
   }
   bool partial_live(std::uint32_t state, std::uint32_t count, std::uint32_t lex) const {
-    Interval in[3];
+    Interval in[kMaxIntervals];
     const int n = lex_intervals(lex, in);
     return any_live(state, count, in, n);
   }
@@ -163,7 +144,7 @@ struct StringLexer {
         const std::uint32_t remaining = ((lex >> 4) & 3) - 1, length = (lex >> 6) & 3;
         const std::uint32_t value = ((lex >> 8) << 6) | (b & 0x3F);
         const std::uint32_t next = make_utf8(remaining, length, value);
-        Interval in[3];
+        Interval in[kMaxIntervals];
         if (lex_intervals(next, in) == 0) return Lex::dead;  // overlong, surrogate or too large
         if (remaining == 0) return code_point(state, lex, count, value);
         return partial(state, count, lex, next);
@@ -179,7 +160,7 @@ struct StringLexer {
           case 'n': cp = 0x0A; break;
           case 'r': cp = 0x0D; break;
           case 't': cp = 0x09; break;
-          case 'u': return partial(state, count, lex, make_hex(kLexHex, 0, 0));
+          case 'u': return partial(state, count, lex, make_hex(0, 0));
           default: return Lex::dead;
         }
         return code_point(state, lex, count, cp);
@@ -188,27 +169,9 @@ struct StringLexer {
         const int h = hex_value(b);
         if (h < 0) return Lex::dead;
         const std::uint32_t digits = lex_digits(lex) + 1, value = ((lex >> 8) & 0xFFF) * 16 + std::uint32_t(h);
-        if (digits < 4) return partial(state, count, lex, make_hex(kLexHex, digits, value));
-        if (value >= 0xDC00 && value <= 0xDFFF) return Lex::dead;  // lone low surrogate
-        if (value >= 0xD800 && value <= 0xDBFF)
-          return partial(state, count, lex, make_hex(kLexAfterHigh, 0, 0, value - 0xD800));
+        if (digits < 4) return partial(state, count, lex, make_hex(digits, value));
+        if (value > kMaxEscapedCodePoint) return Lex::dead;
         return code_point(state, lex, count, value);
-      }
-      case kLexAfterHigh:
-        if (b != '\\') return Lex::dead;
-        lex = (lex & ~15u) | kLexAfterHighSlash;
-        return Lex::ok;
-      case kLexAfterHighSlash:
-        if (b != 'u') return Lex::dead;
-        return partial(state, count, lex, make_hex(kLexLowHex, 0, 0, (lex >> 20) & 0x3FF));
-      case kLexLowHex: {
-        const int h = hex_value(b);
-        if (h < 0) return Lex::dead;
-        const std::uint32_t digits = lex_digits(lex) + 1, value = ((lex >> 8) & 0xFFF) * 16 + std::uint32_t(h);
-        const std::uint32_t high = (lex >> 20) & 0x3FF;
-        if (digits < 4) return partial(state, count, lex, make_hex(kLexLowHex, digits, value, high));
-        if (value < 0xDC00 || value > 0xDFFF) return Lex::dead;
-        return code_point(state, lex, count, 0x10000 + (high << 10) + (value - 0xDC00));
       }
       default: return Lex::dead;
     }

@@ -10,9 +10,10 @@
 //   `required` names not listed there), each at most once, optional ones may be left
 //   out; when additionalProperties allows other keys, they come after the declared
 //   ones, each distinct. enum/const objects keep their keys in the schema's order.
-// - Strings: any RFC 8259 form (raw UTF-8, every escape, \u surrogate pairs); no raw
-//   control characters, no invalid UTF-8, no lone surrogates. Length limits count code
-//   points; patterns match code points.
+// - Strings: raw UTF-8 (no invalid UTF-8, no raw control characters); the escapes
+//   \" \\ \/ \b \f \n \r \t, and \u only for the control characters U+0000..U+001F
+//   (so no \u surrogate pairs and no letter spelled as an escape: a small model offered
+//   \u0041 for "A" takes it). Length limits count code points; patterns match code points.
 // - Numbers: -?(0|[1-9][0-9]*)(\.[0-9]+)? without exponent, at most 15 digits
 //   (a lone leading 0 not counted); integers may carry a zero fraction (3.0). Bounds
 //   (minimum, maximum, exclusive*) are exact on these values, and 15 digits keep them

@@ -5,6 +5,7 @@
 
 #include "cache/page_allocator.hpp"
 #include "cache/page_pool.hpp"
+#include "json_reference.hpp"
 #include "json_schema_gen.hpp"
 #include "model/chat_template.hpp"
 #include "model/cpu_engine.hpp"
@@ -122,6 +123,9 @@ TEST_F(ConstrainedModel, EveryOutputParsesAndValidates) {
     SCOPED_TRACE(schema);
     const Output out = generate(*compiled, schema, prompt, sampling, 200);
     EXPECT_TRUE(out.complete) << "incomplete after " << out.tokens << " tokens: " << out.text;
+    // A regression: offered \u escapes for every code point, SmolLM2 spelled letters as
+    // \u0041-style escapes (six tokens a letter, then lost its way).
+    EXPECT_TRUE(testing::u_escapes_only_for_controls(out.text)) << out.text;
     total_tokens += out.tokens;
     std::cout << "  " << out.text << "\n";
     ++cases;

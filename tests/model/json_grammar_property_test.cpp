@@ -117,7 +117,7 @@ void write_string(Gen& g, std::string_view s, std::string& out) {
   if (!decode_utf8(s, cps)) cps.clear();
   for (std::uint32_t cp : cps) {
     const bool must = cp < 0x20 || cp == '"' || cp == '\\';
-    if (must || g.chance(0.1)) {
+    if (must || g.chance(0.03)) {  // an optional \u escape is outside the generation form
       switch (cp) {
         case '"': out += "\\\""; continue;
         case '\\': out += "\\\\"; continue;

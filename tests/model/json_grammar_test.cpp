@@ -35,8 +35,9 @@ TEST(JsonGrammar, ScalarsAndLiterals) {
   expect_language(R"({"type":"null"})", {"null"}, {"nul", "null ", " null", "nulll", "true", ""});
   expect_language(R"({"type":"boolean"})", {"true", "false"}, {"True", "1", "\"true\""});
   expect_language(R"({"type":["string","null"]})", {"null", "\"\"", "\"x\""}, {"1", "[]"});
-  expect_language(R"({"const":{"b":[1,"x"],"a":null}})", {R"({"b":[1,"x"],"a":null})", R"({"b":[1.0,"\u0078"],"a":null})"},
-                  {R"({"a":null,"b":[1,"x"]})", R"({"b":[1,"x"]})", R"({"b":[1,"x"],"a":null,"c":1})"});
+  expect_language(R"({"const":{"b":[1,"x"],"a":null}})", {R"({"b":[1,"x"],"a":null})", R"({"b":[1.0,"x"],"a":null})"},
+                  {R"({"b":[1,"\u0078"],"a":null})" /* x as an escape: outside the generation form */,
+                   R"({"a":null,"b":[1,"x"]})", R"({"b":[1,"x"]})", R"({"b":[1,"x"],"a":null,"c":1})"});
   expect_language(R"({"enum":["red","green",3,null,[1]]})", {"\"red\"", "\"green\"", "3", "3.00", "null", "[1]"},
                   {"\"re\"", "\"blue\"", "4", "[1,1]", "[]"});
   // enum values that fail the sibling keywords are dropped.
@@ -58,15 +59,19 @@ TEST(JsonGrammar, Numbers) {
 
 TEST(JsonGrammar, Strings) {
   expect_language(R"({"type":"string"})",
-                  {"\"\"", "\"a b\"", "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\u00e9\"", "\"\\uD83D\\uDE00\"",
-                   "\"é€😀\"", "\"\\ue007\\uFFFF\"" /* not surrogates: a regression */},
-                  {"\"", "\"a", "\"\n\"", "\"\\x\"", "\"\\uD83D\"", "\"\\uDE00\"", "\"\\u12\"", "\"\xC3\"",
+                  {"\"\"", "\"a b\"", "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\u0000\\u001f\\u001F\\u000a\"",
+                   "\"é€😀\xEE\x80\x87\xEF\xBF\xBF\"" /* U+E007 U+FFFF: not surrogates, a regression */},
+                  // \u escapes only for U+0000..U+001F: every other code point is raw UTF-8.
+                  {"\"\\u0020\"", "\"\\u0041\"", "\"\\u00e9\"", "\"\\uD83D\\uDE00\"", "\"\\ue007\"",
+                   "\"", "\"a", "\"\n\"", "\"\\x\"", "\"\\uD83D\"", "\"\\uDE00\"", "\"\\u12\"", "\"\xC3\"",
                    "\"\xC0\xAF\"", "\"\xED\xA0\x80\"", "\"\xF4\x90\x80\x80\"", "'a'"});
-  expect_language(R"({"type":"string","minLength":2,"maxLength":3})", {"\"ab\"", "\"abc\"", "\"é😀\"", "\"\\n\\u0041\""},
+  expect_language(R"({"type":"string","minLength":2,"maxLength":3})", {"\"ab\"", "\"abc\"", "\"é😀\"", "\"\\n\\u0001\""},
                   {"\"a\"", "\"abcd\"", "\"😀\""});
   expect_language(R"({"type":"string","pattern":"^[a-z]+@[a-z]+\\.com$"})", {"\"ann@x.com\""},
                   {"\"Ann@x.com\"", "\"ann@x.co\"", "\"@x.com\""});
-  expect_language(R"({"type":"string","pattern":"ab"})", {"\"ab\"", "\"xxabyy\"", "\"\\u0061b\""}, {"\"a\"", "\"ba\""});
+  expect_language(R"({"type":"string","pattern":"ab"})", {"\"ab\"", "\"xxabyy\""}, {"\"a\"", "\"ba\"", "\"\\u0061b\""});
+  // Patterns match code points: an escaped control character is the character.
+  expect_language(R"({"type":"string","pattern":"^a\nb$"})", {"\"a\\nb\"", "\"a\\u000Ab\""}, {"\"a\\\\nb\"", "\"ab\""});
   expect_language(R"({"type":"string","pattern":"^(ab|c){2,3}$","maxLength":4})", {"\"abab\"", "\"cc\"", "\"abc\"", "\"ccc\""},
                   {"\"ababc\"", "\"c\"", "\"ababab\""});
   expect_language(R"({"type":"string","format":"date"})", {"\"2024-02-29\""}, {"\"2024-13-01\"", "\"24-01-01\""});
@@ -110,7 +115,7 @@ TEST(JsonGrammar, AdditionalKeysAcrossChunks) {
   EXPECT_TRUE(run({"{\"x", "\":1,\"", "y\":2,\"z", "\":3}"}));
   EXPECT_FALSE(run({"{\"x", "\":1,\"", "y\":2,\"z\"", ":3}"}));  // y and z end in one chunk
   EXPECT_FALSE(run({"{\"", "x\":1,\"x", "\":2}"}));           // repeats x
-  EXPECT_FALSE(run({"{\"x\":1,\"\\u0078", "\":2}"}));        // repeats x, escaped
+  EXPECT_FALSE(run({"{\"\\n\":1,\"\\u000a", "\":2}"}));     // repeats "\n", spelled as \u000a
   EXPECT_FALSE(run({"{\"x\":1,\"y\":2}"}));                    // two keys end in one chunk
   EXPECT_TRUE(run({"{\"x\":1,\"y", "\":2}"}));
   EXPECT_FALSE(run({"{\"x\":1,", "\"y\":2,\"", "x\":3}"}));  // x again, a chunk later

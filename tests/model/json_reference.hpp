@@ -1,6 +1,7 @@
 // The reference for "the automaton accepts exactly the valid documents": a text is
 // accepted iff it is in the generation form's lexical shape (no whitespace outside
-// strings, numbers without exponent and with at most 15 digits, no duplicate keys),
+// strings, \u escapes only for U+0000..U+001F, numbers without exponent and with at most
+// 15 digits, no duplicate keys),
 // parses, and validates with ValidateOptions::schema_order. Independent of the byte
 // automaton: nlohmann's parser plus the schema validator.
 #pragma once
@@ -27,6 +28,22 @@ inline bool no_whitespace_outside_strings(std::string_view text) {
     } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
       return false;
     }
+  }
+  return true;
+}
+
+// Every \u escape names a control character (U+0000..U+001F): other code points are
+// written as raw UTF-8. Only strings hold backslashes, so the text is scanned flat.
+inline bool u_escapes_only_for_controls(std::string_view text) {
+  for (std::size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '\\') continue;
+    if (text[i + 1] == 'u') {
+      if (i + 6 > text.size()) return false;
+      const std::string hex(text.substr(i + 2, 4));
+      if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) return false;
+      if (std::stoul(hex, nullptr, 16) > 0x1F) return false;
+    }
+    ++i;  // skip the escaped character
   }
   return true;
 }
@@ -75,7 +92,7 @@ class FormChecker : public nlohmann::json_sax<Json> {
 };
 
 inline bool in_generation_form(std::string_view text) {
-  if (!no_whitespace_outside_strings(text)) return false;
+  if (!no_whitespace_outside_strings(text) || !u_escapes_only_for_controls(text)) return false;
   FormChecker checker;
   const bool parsed = Json::sax_parse(text, &checker, nlohmann::detail::input_format_t::json, true, false);
   return parsed && checker.ok;
