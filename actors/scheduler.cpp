@@ -1,5 +1,7 @@
 #include "actors/scheduler.hpp"
 
+#include "common/log.hpp"
+
 #include <algorithm>
 #include <thread>
 
@@ -270,12 +272,31 @@ void Scheduler::admit() {
 
 void Scheduler::step() {
   ++num_steps_;
+  const std::size_t queued = queue_.size();
   admit();
-  if (!live_.empty()) run_batch();
+  const std::size_t admitted = queued - queue_.size();  // failed admissions count too
+  BatchShape batch;
+  if (!live_.empty()) batch = run_batch();
+  const std::size_t before = live_.size();
   remove_finished();
+  if (log::enabled(spdlog::level::debug)) trace_step(batch, admitted, before - live_.size());
 }
 
-void Scheduler::run_batch() {
+void Scheduler::trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished) {
+  const auto stats = cache_->stats();
+  log::logger().debug(
+      "step {}: batch {} rows ({} decode, {} prefill of {} tokens); admitted {}, finished {}, live {}, "
+      "queued {}; cache +{} hit tokens, +{} evicted pages; pages used {} free {} idle {} of {}",
+      num_steps_, batch.decode_rows + batch.prefill_rows, batch.decode_rows, batch.prefill_rows,
+      batch.prefill_tokens, admitted, finished, live_.size(), queue_.size(),
+      stats.total.hit_tokens - traced_hit_tokens_, stats.total.evicted_pages - traced_evicted_pages_,
+      stats.pool.used_pages, stats.pool.free_pages, stats.pool.idle_pages, stats.pool.total_pages);
+  traced_hit_tokens_ = stats.total.hit_tokens;
+  traced_evicted_pages_ = stats.total.evicted_pages;
+}
+
+Scheduler::BatchShape Scheduler::run_batch() {
+  BatchShape shape;
   std::vector<model::SequenceStep> steps;
   std::vector<Live*> rows;
   int budget = config_.max_step_tokens;
@@ -285,6 +306,7 @@ void Scheduler::run_batch() {
                      model::LogitsMode::last});
     rows.push_back(l.get());
     budget -= 1;
+    ++shape.decode_rows;
   }
   for (auto& l : live_) {
     if (l->decoding || budget <= 0) continue;
@@ -295,11 +317,13 @@ void Scheduler::run_batch() {
                      cache_->page_table(l->seq), last ? model::LogitsMode::last : model::LogitsMode::none});
     rows.push_back(l.get());
     budget -= n;
+    ++shape.prefill_rows;
+    shape.prefill_tokens += n;
   }
-  if (steps.empty()) return;
+  if (steps.empty()) return shape;
   if (auto ok = config_.engine->forward(steps, cache_->pool(), logits_); !ok) {
     for (Live* l : rows) fail_live(*l, ok.error());
-    return;
+    return shape;
   }
   const std::size_t vocab = std::size_t(config_.model->config().vocab_size);
   std::size_t logits_row = 0;
@@ -327,6 +351,7 @@ void Scheduler::run_batch() {
     }
     on_token(l, sample(l, row));
   }
+  return shape;
 }
 
 std::int32_t Scheduler::sample(Live& l, std::span<const float> logits) {

@@ -180,7 +180,14 @@ class Scheduler {
   bool over_own_quota(cache::TenantId tenant, std::size_t new_pages) const;
   void admit_rounds();
   void admit();
-  void run_batch();
+  // What one forward pass held, for the debug trace.
+  struct BatchShape {
+    int decode_rows = 0, prefill_rows = 0, prefill_tokens = 0;
+  };
+  BatchShape run_batch();
+  // One debug line per step (common/log.hpp): the batch, the queue, cache hits and
+  // evictions since the last line, the pool. Costs a cache stats walk: debug only.
+  void trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished);
   std::int32_t sample(Live& live, std::span<const float> logits);
   void on_token(Live& live, std::int32_t token);
   void finish(Live& live, const std::string& reason);
@@ -201,6 +208,7 @@ class Scheduler {
   std::uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, computed_tokens_ = 0, generated_tokens_ = 0;
   std::uint64_t warmup_tokens_ = 0;
   std::uint64_t num_steps_ = 0;
+  std::uint64_t traced_hit_tokens_ = 0, traced_evicted_pages_ = 0;  // at the last trace line
 };
 
 }  // namespace arbor::actors

@@ -16,6 +16,8 @@ endif()
 
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(Boost 1.74 REQUIRED)
+# Logging (common/log.hpp; Debian libspdlog-dev, built against the system fmt).
+find_package(spdlog 1.10 REQUIRED)
 # Command-line parsing of the `arbor` CLI (header-only; Debian libcli11-dev). The
 # installed package (arborConfig.cmake sets ARBOR_CLI OFF) does not need it.
 if(NOT DEFINED ARBOR_CLI OR ARBOR_CLI)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log.hpp"
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/options.hpp"
 
@@ -59,6 +60,16 @@ int main(std::vector<std::string> args) {
   CLI::App app("arbor: multi-agent LLM workflows on one shared-prefix KV cache", "arbor");
   configure_app(app);
   app.require_subcommand(1);
+  // Before any subcommand or after it (fallthrough, inherited by the subcommands).
+  std::string log_level;
+  app.add_option("--log-level", log_level,
+                 "Log verbosity on stderr: trace, debug (adds one scheduler line per step), info, warn, error, "
+                 "critical, off [default: $ARBOR_LOG_LEVEL, else warn]")
+      ->check([](const std::string& v) {
+        return log::parse_level(v) ? std::string()
+                                   : "unknown log level '" + v + "' (use trace, debug, info, warn, error, critical or off)";
+      });
+  app.fallthrough();
   std::map<const CLI::App*, Runner> runners;
   for (const auto& [name, command] : registry()) {
     CLI::App* sub = app.add_subcommand(name, command.summary);
@@ -87,6 +98,7 @@ int main(std::vector<std::string> args) {
     std::fprintf(stderr, "%s: %s (see: %s --help)\n", path.c_str(), e.what(), path.c_str());
     return kExitInvalid;
   }
+  if (!log_level.empty()) (void)log::set_level(log_level);  // checked above
   return runners.at(app.get_subcommands().front())();
 }
 

@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "common/log.hpp"
 #include "runtime/server/http_session.hpp"
 
 namespace arbor::server {
@@ -130,7 +131,8 @@ void Server::stop() {
     s->shared.draining = true;
     s->api.begin_drain();
     if (!s->wait_until(s->config.drain_seconds, [s] { return s->api.inflight() == 0; })) {
-      if (std::getenv("ARBOR_SERVER_DEBUG")) std::fprintf(stderr, "arbor serve: cancelling %d\n", s->api.inflight());
+      log::logger().info("serve: {} requests still running after the {} s drain; cancelling them", s->api.inflight(),
+                         s->config.drain_seconds);
       s->api.cancel_all();
       s->wait_until(30, [s] { return s->api.inflight() == 0; });
     }
@@ -140,8 +142,8 @@ void Server::stop() {
         if (auto session = w.lock()) session->close_if_idle();
     }
     // Streams write their last events and close; then nothing is left to run.
-    if (!s->wait_until(5, [s] { return s->shared.num_sessions == 0; }) && std::getenv("ARBOR_SERVER_DEBUG"))
-      std::fprintf(stderr, "arbor serve: %d connections still open at shutdown\n", s->shared.num_sessions.load());
+    if (!s->wait_until(5, [s] { return s->shared.num_sessions == 0; }))
+      log::logger().info("serve: {} connections still open at shutdown", s->shared.num_sessions.load());
     s->work.reset();
     s->ioc.stop();
     for (auto& t : s->threads) t.join();

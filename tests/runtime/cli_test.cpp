@@ -292,6 +292,23 @@ TEST(Cli, ABadValueNamesTheFlag) {
   }
 }
 
+TEST(Cli, LogLevelDebugTracesEveryStepOnStderrOnly) {
+  REQUIRE_ARBOR();
+  for (const std::string args : {"generate --prompt hi --max-tokens 3 --log-level debug",
+                                 "--log-level debug generate --prompt hi --max-tokens 3"}) {
+    const Streams s = run_streams(args);
+    EXPECT_EQ(s.status, 0) << args << "\n" << s.err;
+    EXPECT_NE(s.err.find("[debug] step 1: batch 1 rows (0 decode, 1 prefill of"), std::string::npos) << args << "\n" << s.err;
+    EXPECT_NE(s.err.find("[debug] step 3: batch 1 rows (1 decode"), std::string::npos) << args << "\n" << s.err;
+    EXPECT_EQ(s.out.find("step 1"), std::string::npos) << args << "\n" << s.out;
+  }
+  const Streams quiet = run_streams("generate --prompt hi --max-tokens 3");
+  EXPECT_EQ(quiet.err.find("[debug]"), std::string::npos) << quiet.err;
+  const Streams bad = run_streams("--log-level loud generate --prompt hi");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--log-level: unknown log level 'loud' (use trace, debug, info"), std::string::npos) << bad.err;
+}
+
 TEST(Cli, KvPoolHintsUseTheFlagsName) {
   REQUIRE_ARBOR();
   const Streams s = run_streams("generate --prompt hi --kv-mem 1 --max-tokens 4");
