@@ -20,27 +20,54 @@ bool valid_name(const std::string& s) {
   return true;
 }
 
+// Splits "NAME.rest" / "NAME[rest" into the name and the path after it.
+std::expected<std::pair<std::string, JsonPath>, std::string> name_and_path(const std::string& body,
+                                                                          const std::string& rest) {
+  std::size_t cut = rest.find_first_of(".[");
+  std::string name = rest.substr(0, cut);
+  if (cut == std::string::npos) return std::pair(name, JsonPath{});
+  auto path = parse_json_path(std::string_view(rest).substr(cut));
+  if (!path) return std::unexpected("malformed path in {{" + body + "}}: " + path.error());
+  return std::pair(name, std::move(*path));
+}
+
 std::expected<TemplateVar, std::string> parse_var(const std::string& body) {
   TemplateVar v;
   if (body.empty()) return std::unexpected("empty template variable {{}}");
-  if (body == "item") v.kind = VarKind::item;
-  else if (body == "index") v.kind = VarKind::index;
+  if (body == "index") v.kind = VarKind::index;
   else if (body == "children") v.kind = VarKind::children;
   else if (body == "previous") v.kind = VarKind::previous;
   else if (body.rfind("inputs.", 0) == 0) v.kind = VarKind::input, v.name = body.substr(7);
-  else if (body.rfind("outputs.", 0) == 0) v.kind = VarKind::output, v.name = body.substr(8);
-  else {
-    std::string head = body.substr(0, body.find('.'));
+  else if (body == "item" || body.rfind("item.", 0) == 0 || body.rfind("item[", 0) == 0) {
+    v.kind = VarKind::item;
+    auto split = name_and_path(body, body);
+    if (!split) return std::unexpected(split.error());
+    v.path = std::move(split->second);
+  } else if (body.rfind("outputs.", 0) == 0) {
+    v.kind = VarKind::output;
+    auto split = name_and_path(body, body.substr(8));
+    if (!split) return std::unexpected(split.error());
+    v.name = std::move(split->first);
+    v.path = std::move(split->second);
+  } else {
+    std::string head = body.substr(0, body.find_first_of(".["));
     return std::unexpected(
         "unknown template variable {{" + body + "}}" +
         did_you_mean(head, {"item", "index", "children", "previous", "inputs", "outputs"}) +
-        "; expected one of {{inputs.NAME}}, {{item}}, {{index}}, {{outputs.AGENT_ID}}, "
-        "{{children}}, {{previous}}");
+        "; expected one of {{inputs.NAME}}, {{item}}, {{item.PATH}}, {{index}}, {{outputs.AGENT_ID}}, "
+        "{{outputs.AGENT_ID.PATH}}, {{children}}, {{previous}}");
   }
   if ((v.kind == VarKind::input || v.kind == VarKind::output) && !valid_name(v.name))
     return std::unexpected("malformed template variable {{" + body +
                            "}}: expected a name of letters, digits, '_' or '-' after the dot");
   return v;
+}
+
+// The value at `path` in a JSON document given as text, rendered (json_path.hpp's rule).
+Result<std::string> render_path(const std::string& spelling, const JsonValue& doc, const JsonPath& path) {
+  auto v = find_in(doc, path);
+  if (!v) return fail(ErrorCode::invalid_argument, "template variable " + spelling + " has no value: " + v.error());
+  return render_json_value(**v);
 }
 
 }  // namespace
@@ -103,12 +130,26 @@ Result<std::string> Template::render(const Context& ctx) const {
         auto it = ctx.outputs.find(v.name);
         if (it == ctx.outputs.end())
           return missing("agent '" + v.name + "' has not produced an output yet");
-        out += it->second;
+        if (v.path.empty()) {
+          out += it->second;
+          break;
+        }
+        auto doc = JsonValue::parse(it->second, nullptr, false);
+        if (doc.is_discarded()) return missing("the output of agent '" + v.name + "' is not a JSON document");
+        auto r = render_path(v.spelling, doc, v.path);
+        if (!r) return r;
+        out += *r;
         break;
       }
       case VarKind::item:
         if (!ctx.item) return missing("this agent is not part of a for_each fan-out");
-        out += *ctx.item;
+        if (v.path.empty()) {
+          out += *ctx.item;
+          break;
+        }
+        if (!ctx.item_value) return missing("the fan-out element is text, not a JSON value");
+        if (auto r = render_path(v.spelling, *ctx.item_value, v.path); r) out += *r;
+        else return r;
         break;
       case VarKind::index:
         if (!ctx.index) return missing("this agent is not part of a for_each fan-out");

@@ -4,8 +4,18 @@
 //   {{item}} {{index}} the fan-out element and its 0-based position (for_each agents
 //                     and their descendants; the nearest for_each wins)
 //   {{outputs.ID}}    the output of agent ID (all instances joined when ID fans out)
+//   {{outputs.ID.PATH}} a value inside agent ID's structured output (its output_schema
+//                     document), PATH as in json_path.hpp: {{outputs.planner.tasks}},
+//                     {{outputs.planner.tasks[0].title}}
+//   {{item.PATH}}     a value inside the fan-out element, when the element is a JSON
+//                     value (for_each.output): {{item.title}}, {{item.steps[1]}}
 //   {{children}}      this agent's sub-agents' outputs, joined (fan_in and later turns)
 //   {{previous}}      this agent's last output (follow-up turns)
+// Rendering: {{outputs.ID}} is the output text as generated; a value reached by a PATH,
+// and {{item}} when the element is a JSON value, render as the raw text of a JSON
+// string and as compact JSON (keys in the order generated) for any other value.
+// Load-time checks validate each PATH against the agent's output_schema; at run time a
+// PATH that is absent from the actual document (an index past the end) fails the render.
 // Spaces inside the braces are allowed ({{ item }}). There is no escape for a literal
 // "{{": put such text in a prefix document file, which is never templated.
 #pragma once
@@ -18,6 +28,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "workflows/json_path.hpp"
 
 namespace arbor::workflows {
 
@@ -28,6 +39,7 @@ struct TemplateVar {
   std::string name;     // input name or agent id; empty for the other kinds
   std::size_t offset = 0;  // byte offset of "{{" in the source (for diagnostics)
   std::string spelling;    // "{{outputs.x}}" as written, for messages
+  JsonPath path;           // item and output only: the steps after the name
 };
 
 struct ChildOutput {
@@ -43,6 +55,7 @@ std::string join_outputs(const std::vector<ChildOutput>& outputs);
 struct Context {
   std::map<std::string, std::string> inputs;
   std::optional<std::string> item;
+  std::optional<JsonValue> item_value;  // the element as JSON (for_each.output); item = its rendering
   std::optional<std::size_t> index;
   std::map<std::string, std::string> outputs;  // keyed by the ID written in {{outputs.ID}}
   std::optional<std::vector<ChildOutput>> children;
