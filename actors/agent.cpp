@@ -6,6 +6,7 @@
 
 #include "actors/conversation.hpp"
 #include "actors/messages.hpp"
+#include "workflows/dynamic_fan_out.hpp"
 
 namespace arbor::actors {
 namespace {
@@ -17,6 +18,7 @@ enum class Stage { turn0, warm, children, fan_in, turns };
 struct AgentState {
   std::shared_ptr<const RunEnv> env;
   const workflows::AgentPlan* plan = nullptr;
+  std::shared_ptr<const workflows::AgentPlan> owned;  // a dynamic fan-out instance's plan
   caf::actor run, parent;
   bool started = false, finished = false;
   Clock::time_point start;
@@ -26,6 +28,7 @@ struct AgentState {
   std::map<std::string, std::string> dep_outputs;  // from depends_on (kept across attempts)
   std::map<std::string, std::string> outputs;      // dep outputs + children outputs
   std::vector<caf::actor> children;
+  std::vector<std::string> child_ids;  // the sub-agents spawned this attempt, in order
   std::size_t children_pending = 0;
   std::optional<Conversation> conv;
   std::vector<std::int32_t> last_ids;
@@ -50,7 +53,8 @@ const std::string& prefix_text(const AgentState& s) {
 
 Result<std::string> render(AgentActor* self, const workflows::Template& tmpl) {
   auto& s = self->state;
-  auto ctx = workflows::make_context(*s.env->plan, *s.plan, s.outputs);
+  const bool spawned = s.stage == Stage::children || s.stage == Stage::fan_in || s.stage == Stage::turns;
+  auto ctx = workflows::make_context(*s.env->plan, *s.plan, s.outputs, spawned ? &s.child_ids : nullptr);
   // {{previous}}: the last turn's output, in follow-up turns and in a fan_in after a task.
   if (s.stage == Stage::turns || s.stage == Stage::fan_in) ctx.previous = s.last_output;
   return tmpl.render(ctx);
@@ -63,6 +67,7 @@ void cleanup_attempt(AgentActor* self) {
   s.inflight = 0;
   for (auto& child : s.children) self->send_exit(child, caf::exit_reason::user_shutdown);
   s.children.clear();
+  s.child_ids.clear();
   s.children_pending = 0;
   if (s.pin != 0) self->send(s.env->cache, UnpinRequest{s.pin});
   s.pin = 0;
@@ -217,18 +222,18 @@ std::vector<std::string> missing_outputs(const AgentState& s, const workflows::T
 
 void render_and_turn(AgentActor* self, const workflows::Template& tmpl);
 
-// Asks the run actor for the outputs `tmpl` still lacks, then renders it.
-void fetch_outputs(AgentActor* self, std::vector<std::string> ids, const workflows::Template* tmpl) {
+// Asks the run actor for finished outputs this agent lacks, then continues with `then`.
+void fetch_outputs(AgentActor* self, std::vector<std::string> ids, std::function<void(AgentActor*)> then) {
   auto& s = self->state;
   const int attempt = s.attempt;
   self->request(s.run, caf::infinite, DepsRequest{std::move(ids)})
       .then(
-          [self, attempt, tmpl](DepsReply& r) {
+          [self, attempt, then](DepsReply& r) {
             auto& st = self->state;
             if (st.finished || attempt != st.attempt) return;
             if (!r.ok) return finish(self, "failed", "agent '" + st.plan->id + "': " + r.error);
             for (std::size_t i = 0; i < r.ids.size(); ++i) st.outputs[r.ids[i]] = r.outputs[i];
-            render_and_turn(self, *tmpl);
+            then(self);
           },
           [self, attempt](caf::error& e) {
             if (self->state.finished || attempt != self->state.attempt) return;
@@ -239,7 +244,7 @@ void fetch_outputs(AgentActor* self, std::vector<std::string> ids, const workflo
 
 void render_and_turn(AgentActor* self, const workflows::Template& tmpl) {
   if (auto missing = missing_outputs(self->state, tmpl); !missing.empty())
-    return fetch_outputs(self, std::move(missing), &tmpl);
+    return fetch_outputs(self, std::move(missing), [&tmpl](AgentActor* self) { render_and_turn(self, tmpl); });
   auto text = render(self, tmpl);
   if (!text) return finish(self, "failed", "agent '" + self->state.plan->id + "': " + text.error().message);
   turn(self, *text);
@@ -272,14 +277,50 @@ void pin_prefix(AgentActor* self) {
           [](caf::error&) {});
 }
 
+// The source agents of this agent's dynamic fan-outs (for_each.output) whose outputs it
+// has not received itself; the validator guarantees they have finished by now.
+std::vector<std::string> missing_sources(const AgentState& s) {
+  std::vector<std::string> out;
+  for (const auto& c : s.plan->children)
+    if (c.dynamic && !s.outputs.contains(c.dynamic->source)) out.push_back(c.dynamic->source);
+  return out;
+}
+
+caf::actor spawn_owned(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
+                       std::shared_ptr<const workflows::AgentPlan> plan, caf::actor run, caf::actor parent);
+
+// The children to spawn, in order: static ones point into the plan; each dynamic
+// template becomes its instances (owned by the child actors, which may outlive this one).
+struct ChildPlan {
+  const workflows::AgentPlan* plan;
+  std::shared_ptr<const workflows::AgentPlan> owned;
+};
+
 void spawn_children(AgentActor* self) {
   auto& s = self->state;
   s.stage = Stage::children;
-  pin_prefix(self);  // sent before the children exist, so it reaches the cache first
+  if (auto missing = missing_sources(s); !missing.empty())
+    return fetch_outputs(self, std::move(missing), [](AgentActor* self) { spawn_children(self); });
+  std::vector<ChildPlan> plans;
+  for (const auto& child : s.plan->children) {
+    if (!child.dynamic) {
+      plans.push_back({&child, nullptr});
+      continue;
+    }
+    auto instances = workflows::expand_dynamic(child, s.outputs.at(child.dynamic->source));
+    // Final, no retry: the source's output does not change.
+    if (!instances) return finish(self, "failed", "agent '" + s.plan->id + "': " + instances.error().message);
+    for (auto& a : *instances) plans.push_back({nullptr, std::make_shared<const workflows::AgentPlan>(std::move(a))});
+  }
+  if (!plans.empty()) pin_prefix(self);  // sent before the children exist, so it reaches the cache first
   auto me = caf::actor_cast<caf::actor>(self);
-  for (const auto& child : s.plan->children)
-    s.children.push_back(spawn_agent(self, s.env, &child, s.run, me));
+  for (auto& c : plans) {
+    s.child_ids.push_back(c.owned ? c.owned->id : c.plan->id);
+    s.children.push_back(c.owned ? spawn_owned(self, s.env, std::move(c.owned), s.run, me)
+                                 : spawn_agent(self, s.env, c.plan, s.run, me));
+  }
   s.children_pending = s.children.size();
+  if (plans.empty()) advance(self);  // an empty dynamic fan-out: on to the fan_in
 }
 
 void warm_prefix(AgentActor* self) {
@@ -361,10 +402,12 @@ void on_child_report(AgentActor* self, AgentReport& r) {
 }
 
 caf::behavior agent_actor(AgentActor* self, std::shared_ptr<const RunEnv> env,
-                          const workflows::AgentPlan* plan, caf::actor run, caf::actor parent) {
+                          const workflows::AgentPlan* plan, caf::actor run, caf::actor parent,
+                          std::shared_ptr<const workflows::AgentPlan> owned) {
   auto& s = self->state;
   s.env = std::move(env);
   s.plan = plan;
+  s.owned = std::move(owned);
   s.run = std::move(run);
   s.parent = std::move(parent);
   self->set_down_handler([self](caf::down_msg& dm) {
@@ -413,7 +456,17 @@ caf::behavior agent_actor(AgentActor* self, std::shared_ptr<const RunEnv> env,
 
 caf::actor spawn_agent(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
                        const workflows::AgentPlan* plan, caf::actor run, caf::actor parent) {
-  return spawner->spawn<caf::monitored>(agent_actor, std::move(env), plan, std::move(run), std::move(parent));
+  return spawner->spawn<caf::monitored>(agent_actor, std::move(env), plan, std::move(run), std::move(parent),
+                                       std::shared_ptr<const workflows::AgentPlan>());
 }
+
+namespace {
+caf::actor spawn_owned(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
+                       std::shared_ptr<const workflows::AgentPlan> plan, caf::actor run, caf::actor parent) {
+  const workflows::AgentPlan* p = plan.get();
+  return spawner->spawn<caf::monitored>(agent_actor, std::move(env), p, std::move(run), std::move(parent),
+                                       std::move(plan));
+}
+}  // namespace
 
 }  // namespace arbor::actors

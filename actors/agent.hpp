@@ -7,6 +7,9 @@
 //      the rendered task (Conversation keeps the prefix's ids identical for siblings);
 //   3. spawns its children, pins its prefix in the cache while they are pending (an
 //      agent without a task first prefills the prefix once, so every child hits it);
+//      a dynamic fan-out child (for_each.output) is expanded here, from its source
+//      agent's output, into instances this actor creates (and the instance actors own);
+//      an empty list spawns none, and a list past max_children fails the agent;
 //   4. fan_in, then each follow-up turn, as incremental turns of the same conversation;
 //   5. reports an AgentReport to its parent and to the run, then quits.
 // Supervision: a failed or timed-out attempt (timeout_ms covers the whole attempt,

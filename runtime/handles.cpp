@@ -84,7 +84,19 @@ GenerateResult to_generate_result(const actors::SeqResult& r) {
 
 // --- RunHandle ---
 
+void RunHandle::State::note_instance(const std::string& id) {
+  const std::size_t open = id.rfind('[');
+  if (open == std::string::npos || id.back() != ']') return;
+  const workflows::AgentPlan* t = plan->find(id.substr(0, open));
+  if (!t || !t->dynamic) return;
+  dynamic_instances[t->id].insert(std::stoul(id.substr(open + 1, id.size() - open - 2)));
+}
+
 void RunHandle::State::on_event(const actors::RunEvent& e) {
+  if (e.kind == actors::RunEvent::Kind::agent_started) {
+    std::lock_guard lock(mu);
+    note_instance(e.agent_id);
+  }
   if (!callback) return;
   Event ev;
   ev.kind = Event::Kind(int(e.kind));
@@ -99,6 +111,7 @@ void RunHandle::State::on_event(const actors::RunEvent& e) {
 void RunHandle::State::on_agent(const actors::AgentReport& report) {
   std::lock_guard lock(mu);
   agents[report.id] = to_agent_result(report);
+  note_instance(report.id);
 }
 
 void RunHandle::State::on_finished(const std::string& status, const std::string& error, double wall_ms,
@@ -121,18 +134,25 @@ RunResult RunHandle::State::current() const {
   RunResult r = result;
   if (!finished)
     r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  plan->visit([&](const workflows::AgentPlan& p) {
-    auto it = agents.find(p.id);
+  auto add = [&](const std::string& id, const std::string& parent) {
+    auto it = agents.find(id);
     if (it != agents.end()) {
       r.agents.push_back(it->second);
       return;
     }
     AgentResult a;
-    a.id = p.id;
-    a.parent = p.parent_id;
+    a.id = id;
+    a.parent = parent;
     a.status = finished && result.status == "cancelled" ? "cancelled" : "pending";
     if (finished) a.error = "did not run to completion (run " + result.status + ")";
     r.agents.push_back(a);
+  };
+  plan->visit([&](const workflows::AgentPlan& p) {
+    if (!p.dynamic) return add(p.id, p.parent_id);
+    // A dynamic fan-out template: its instances seen so far, in index order (none
+    // before its parent spawned them, or for an empty list).
+    if (auto it = dynamic_instances.find(p.id); it != dynamic_instances.end())
+      for (std::size_t i : it->second) add(p.id + "[" + std::to_string(i) + "]", p.parent_id);
   });
   return r;
 }

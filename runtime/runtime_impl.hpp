@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "actors/config.hpp"
 #include "actors/messages.hpp"
@@ -32,6 +33,9 @@ struct RunHandle::State : actors::RunSink {
   bool finished = false;
   RunResult result;  // agents filled by build_agents()
   std::map<std::string, AgentResult> agents;
+  // Instances of each dynamic fan-out template (for_each.output) seen so far (started or
+  // reported), by template id: they are not in the plan, which holds the template only.
+  std::map<std::string, std::set<std::size_t>> dynamic_instances;
   caf::actor run_actor;  // reset when the run ends (no handle outlives the actor system)
   std::chrono::steady_clock::time_point start;
 
@@ -40,6 +44,7 @@ struct RunHandle::State : actors::RunSink {
   void on_finished(const std::string& status, const std::string& error, double wall_ms,
                    const actors::CacheSnapshot& cache) override;
   RunResult current() const;  // under mu
+  void note_instance(const std::string& agent_id);  // under mu
 };
 
 struct GenerationHandle::State {

@@ -24,6 +24,9 @@ struct AgentNode {
   };
   std::vector<Dep> deps;
   std::optional<Template> task, fan_in;
+  // for_each.output (dynamic fan-out), once validated: the source agent and the list's path.
+  int dyn_source = -1;
+  JsonPath dyn_path;
   std::vector<Template> turns;
 };
 

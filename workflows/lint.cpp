@@ -29,7 +29,9 @@ void lint_prefix_text(Plan& plan, const PositionIndex& index, const std::string&
 void lint_plan(const WorkflowSpec& spec, const PositionIndex& index, Plan& plan) {
   std::map<std::string, std::vector<std::string>> users;  // prefix id -> agent instances
   plan.visit([&](const AgentPlan& a) {
-    if (!a.prefix_id.empty()) users[a.prefix_id].push_back(a.id);
+    if (a.prefix_id.empty()) return;
+    users[a.prefix_id].push_back(a.id);
+    if (a.dynamic) users[a.prefix_id].push_back(a.id + "[1]");  // a template stands for its instances
   });
   std::map<std::string, const AgentSpec*> reported_layout;
   plan.visit([&](const AgentPlan& a) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "workflows/plan.hpp"
 #include "workflows/suggest.hpp"
 
 namespace arbor::workflows {
@@ -265,8 +266,17 @@ void parse_prefixes(Reader& r, const json& obj, WorkflowSpec& spec) {
 }
 
 std::optional<ForEachSpec> parse_for_each(Reader& r, const json& v, const std::string& p) {
-  ForEachSpec fe{p, {}, std::nullopt};
+  ForEachSpec fe{p, {}, std::nullopt, std::nullopt, std::nullopt};
   if (v.is_object()) {
+    if (v.contains("output")) {
+      if (!r.object(v, p, {"output", "max_children"}, {"output"})) return std::nullopt;
+      fe.output = r.text(v, p, "output");
+      if (auto m = r.integer(v, p, "max_children", 1, std::int64_t(kMaxDynamicChildren),
+                             "an integer in 1..1024"))
+        fe.max_children = int(*m);
+      if (!fe.output) return std::nullopt;
+      return fe;
+    }
     if (!r.object(v, p, {"input"}, {"input"})) return std::nullopt;
     auto in = r.text(v, p, "input");
     if (!in) return std::nullopt;
@@ -274,7 +284,7 @@ std::optional<ForEachSpec> parse_for_each(Reader& r, const json& v, const std::s
     return fe;
   }
   if (!v.is_array()) {
-    r.error(p, std::string("expected a list of items or {\"input\": \"NAME\"}, got ") + type_name(v));
+    r.error(p, std::string("expected a list of items, {\"input\": \"NAME\"} or {\"output\": \"AGENT.PATH\"}, got ") + type_name(v));
     return std::nullopt;
   }
   if (v.empty()) {

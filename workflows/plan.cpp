@@ -27,12 +27,20 @@ std::size_t Plan::num_agents() const {
   return n;
 }
 
+bool Plan::has_dynamic_fan_out() const {
+  bool any = false;
+  visit([&](const AgentPlan& a) { any = any || a.dynamic.has_value(); });
+  return any;
+}
+
 Context make_context(const Plan& plan, const AgentPlan& agent,
-                     const std::map<std::string, std::string>& finished) {
+                     const std::map<std::string, std::string>& finished,
+                     const std::vector<std::string>* spawned) {
   Context ctx;
   for (const auto& [name, value] : plan.inputs) ctx.inputs[name] = value.text;
   ctx.item = agent.item;
   ctx.index = agent.index;
+  ctx.item_value = agent.item_value;
   for (const auto& [ref, ids] : agent.output_sources) {
     std::vector<ChildOutput> parts;
     for (const auto& id : ids)
@@ -43,10 +51,14 @@ Context make_context(const Plan& plan, const AgentPlan& agent,
     ctx.outputs[ref] = single ? parts[0].text : join_outputs(parts);
   }
   if (!agent.children.empty()) {
+    std::vector<std::string> ids;
+    if (spawned) ids = *spawned;
+    else
+      for (const auto& c : agent.children) ids.push_back(c.id);
     std::vector<ChildOutput> children;
-    for (const auto& c : agent.children)
-      if (auto it = finished.find(c.id); it != finished.end()) children.push_back({c.id, it->second});
-    if (children.size() == agent.children.size()) ctx.children = std::move(children);
+    for (const auto& id : ids)
+      if (auto it = finished.find(id); it != finished.end()) children.push_back({id, it->second});
+    if (children.size() == ids.size()) ctx.children = std::move(children);
   }
   return ctx;
 }

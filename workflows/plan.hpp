@@ -9,7 +9,11 @@
 //   1. wait until every agent in depends_on has finished;
 //   2. if `task` is set, generate turn 0 from context = prefix text + rendered task
 //      (layout task_first swaps the two; lint warns because it defeats prefix reuse);
-//   3. spawn `children` (each follows this same contract) and wait for all of them;
+//   3. spawn `children` (each follows this same contract) and wait for all of them; a
+//      child with `dynamic` set is a template: it is first expanded (expand_dynamic,
+//      dynamic_fan_out.hpp) into one instance per element of the list in its source
+//      agent's output, which has finished by then (checked at load time), and none
+//      for an empty list;
 //   4. if `fan_in` is set, render it ({{children}} now available) as the next turn;
 //   5. render each of `turns` in order as a follow-up turn of the same conversation,
 //      {{previous}} = the output of the turn before.
@@ -57,6 +61,20 @@ struct GenerationSettings {
 
 enum class Layout { prefix_first, task_first };
 
+// Bounds of a dynamic fan-out (for_each.output): max_children when the workflow sets
+// none, and the largest it may set.
+inline constexpr int kDefaultMaxChildren = 16;
+inline constexpr int kMaxDynamicChildren = 1024;
+
+// A fan-out over a list that an earlier agent writes (for_each.output): known only once
+// that agent has finished.
+struct DynamicFanOut {
+  std::string source;     // instance id of the agent whose structured output holds the list
+  std::string written;    // "planner.tasks", as written (for messages)
+  JsonPath path;          // the list's place in that agent's document
+  int max_children = kDefaultMaxChildren;
+};
+
 struct AgentPlan {
   std::string id;         // unique instance id: "summariser", "researcher[2]", "lead[1]/worker[0]"
   std::string spec_id;    // the id written in the workflow ("researcher")
@@ -75,10 +93,14 @@ struct AgentPlan {
   std::vector<std::string> depends_on;  // instance ids
   std::optional<std::string> item;      // fan-out element (nearest for_each ancestor-or-self)
   std::optional<std::size_t> index;
+  std::optional<JsonValue> item_value;  // the element as JSON (dynamic fan-out instances)
+  // Set on an un-expanded dynamic fan-out template (its id has no [i]; it never runs
+  // itself). A template has no children (checked at load time).
+  std::optional<DynamicFanOut> dynamic;
   // For each {{outputs.ID}} used in this agent's templates: the instance ids it reads,
   // in order (several when ID fans out; they render joined, see join_outputs).
   std::map<std::string, std::vector<std::string>> output_sources;
-  std::vector<AgentPlan> children;  // sub-agents, fan-out already expanded
+  std::vector<AgentPlan> children;  // sub-agents, static fan-out already expanded
 };
 
 struct Plan {
@@ -93,13 +115,19 @@ struct Plan {
   // Depth-first, parents before children. O(number of agents).
   void visit(const std::function<void(const AgentPlan&)>& fn) const;
   const AgentPlan* find(const std::string& id) const;
-  std::size_t num_agents() const;  // all instances, children included
+  // All instances known at load time, children included; an un-expanded dynamic
+  // fan-out template counts as one (its instances are known only at run time).
+  std::size_t num_agents() const;
+  bool has_dynamic_fan_out() const;
 };
 
 // Builds the render context of `agent` from the outputs finished so far (keyed by
 // instance id): inputs, item/index, {{outputs.ID}} values, and {{children}} once every
-// child has an output. The caller sets `previous` for follow-up turns.
+// child has an output. `children` = the instance ids of the sub-agents it spawned, in
+// order (dynamic fan-outs expanded); nullptr = agent.children's ids. The caller sets
+// `previous` for follow-up turns.
 Context make_context(const Plan& plan, const AgentPlan& agent,
-                     const std::map<std::string, std::string>& finished_outputs);
+                     const std::map<std::string, std::string>& finished_outputs,
+                     const std::vector<std::string>* children = nullptr);
 
 }  // namespace arbor::workflows

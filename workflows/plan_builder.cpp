@@ -31,6 +31,7 @@ class Builder {
     const AgentNode& n = g_.nodes[std::size_t(node)];
     std::size_t sub = 1;
     for (int c : n.children) sub += count(c);
+    if (n.dyn_source >= 0) return std::size_t(max_children(n));  // at most, at run time
     return items(n).size() * sub;
   }
 
@@ -43,10 +44,15 @@ class Builder {
   }
 
  private:
-  // The fan-out items of a node; one empty item when it does not fan out.
+  static int max_children(const AgentNode& n) {
+    return n.spec->for_each->max_children.value_or(kDefaultMaxChildren);
+  }
+
+  // The fan-out items of a node; one empty item when it does not fan out, or when it
+  // fans out at run time (the plan keeps one template).
   std::vector<std::optional<std::string>> items(const AgentNode& n) const {
     const auto& fe = n.spec->for_each;
-    if (!fe) return {std::nullopt};
+    if (!fe || n.dyn_source >= 0) return {std::nullopt};
     const auto& list = fe->input ? *plan_.inputs.at(*fe->input).items : fe->items;
     return {list.begin(), list.end()};
   }
@@ -62,7 +68,7 @@ class Builder {
       AgentPlan a;
       if (qualify) a.id = parent->id + "/";
       a.id += s.id;
-      if (s.for_each) a.id += '[' + std::to_string(i) + ']';
+      if (s.for_each && n.dyn_source < 0) a.id += '[' + std::to_string(i) + ']';
       a.spec_id = s.id;
       a.parent_id = parent ? parent->id : "";
       a.prefix_id = s.prefix ? s.prefix->text : "";
@@ -74,7 +80,9 @@ class Builder {
       a.max_retries = s.max_retries.value_or(spec_.default_max_retries.value_or(a.max_retries));
       a.timeout_ms = s.timeout_ms.value_or(spec_.default_timeout_ms.value_or(a.timeout_ms));
       a.output_schema = s.output_schema;
-      if (s.for_each) a.item = list[i], a.index = i;
+      if (n.dyn_source >= 0)
+        a.dynamic = DynamicFanOut{"", s.for_each->output->text, n.dyn_path, max_children(n)};
+      else if (s.for_each) a.item = list[i], a.index = i;
       else if (parent) a.item = parent_item_, a.index = parent_index_;
       Instance inst{node, a.id, parent ? parent->chain : std::map<int, std::string>{}};
       inst.chain[node] = a.id;
@@ -103,6 +111,7 @@ class Builder {
     const AgentNode& n = g_.nodes[std::size_t(d.node)];
     for (const auto& dep : n.deps)
       for (auto& id : resolve_ref(d, dep.node)) a.depends_on.push_back(id);
+    if (a.dynamic) a.dynamic->source = resolve_ref(d, n.dyn_source).at(0);  // one instance: validated
     auto scan = [&](const Template& t) {
       for (const auto& v : t.variables())
         if (v.kind == VarKind::output && !a.output_sources.count(v.name))
@@ -139,7 +148,7 @@ void build_agents(const WorkflowSpec& spec, const AgentGraph& graph, Plan& plan,
   if (total > kMaxAgentInstances) {
     report(diag, index, "/agents", "the workflow expands to " + std::to_string(total) +
                                        " agent instances (limit " + std::to_string(kMaxAgentInstances) +
-                                       "); shorten the for_each lists");
+                                       "; a for_each.output counts as its max_children); shorten the for_each lists");
     return;
   }
   plan.agents = b.build();

@@ -54,6 +54,10 @@ struct ForEachSpec {
   std::string pointer;
   std::vector<std::string> items;  // literal list
   std::optional<std::string> input;  // or: the name of a list input
+  // or: a list in an earlier agent's structured output, "AGENT.PATH" (dynamic fan-out,
+  // expanded at run time), with at most max_children elements
+  std::optional<TextSpec> output;
+  std::optional<int> max_children;
 };
 
 struct AgentSpec {

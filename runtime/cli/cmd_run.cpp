@@ -110,7 +110,9 @@ int run_workflows(const RunOptions& o) {
                  ? kExitInvalid
                  : kExitFailed;
     }
-    progress.tracker().add_agents(handle->snapshot().agents.size());
+    std::vector<std::string> ids;
+    for (const auto& a : handle->snapshot().agents) ids.push_back(a.id);
+    progress.tracker().add_agents(handle->id(), ids);
     handles.push_back(*handle);
   }
   std::vector<RunResult> results;

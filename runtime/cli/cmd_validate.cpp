@@ -24,7 +24,9 @@ int run_validate(const ValidateOptions& o) {
     std::fprintf(stderr, "%zu error(s)\n", plan.error().num_errors());
     return kExitInvalid;
   }
-  std::printf("ok: %s: %zu agents, %zu shared prefixes\n", plan->name.c_str(), plan->num_agents(),
+  // A for_each.output template counts as one agent: its instances exist only at run time.
+  std::printf("ok: %s: %zu agents%s, %zu shared prefixes\n", plan->name.c_str(), plan->num_agents(),
+              plan->has_dynamic_fan_out() ? " (plus the instances of a fan-out decided at run time)" : "",
               plan->prefixes.size());
   for (const auto& w : plan->warnings) std::printf("%s\n", w.format(o.workflow).c_str());
   return kExitOk;

@@ -46,13 +46,26 @@ void ProgressTracker::add_agents(std::size_t num_agents) {
   counts_.total += num_agents;
 }
 
+void ProgressTracker::add_agents(const std::string& run_id, const std::vector<std::string>& ids) {
+  std::lock_guard lock(mu_);
+  runs_by_id_.insert(run_id);
+  for (const auto& id : ids)
+    if (known_.insert({run_id, id}).second) ++counts_.total;
+}
+
+void ProgressTracker::count_new_agent(const Event& e) {
+  if (runs_by_id_.contains(e.run_id) && known_.insert({e.run_id, e.agent_id}).second) ++counts_.total;
+}
+
 void ProgressTracker::on_event(const Event& e, ProgressClock::time_point now) {
   std::lock_guard lock(mu_);
   switch (e.kind) {
     case Event::Kind::agent_started:
+      count_new_agent(e);
       running_.insert({e.run_id, e.agent_id});
       break;
     case Event::Kind::agent_finished:
+      count_new_agent(e);
       running_.erase({e.run_id, e.agent_id});
       ++(e.status == "ok" ? counts_.done : counts_.failed);
       counts_.hit_ratio = e.cache.hit_ratio;

@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <set>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -52,6 +53,9 @@ class ProgressTracker {
   explicit ProgressTracker(ProgressClock::time_point start,
                            ProgressClock::duration window = std::chrono::seconds(1));
   void add_agents(std::size_t num_agents);  // the agents of a run that started
+  // The same, by id: an agent of this run that is not among `ids` (an instance of a
+  // fan-out decided at run time, for_each.output) joins the total when it first appears.
+  void add_agents(const std::string& run_id, const std::vector<std::string>& ids);
   void on_event(const Event& event, ProgressClock::time_point now);
   ProgressCounts counts(ProgressClock::time_point now);
 
@@ -60,6 +64,9 @@ class ProgressTracker {
   RateMeter tokens_;
   ProgressCounts counts_;
   std::set<std::pair<std::string, std::string>> running_;  // (run id, agent id)
+  std::set<std::string> runs_by_id_;                        // runs added with their ids
+  std::set<std::pair<std::string, std::string>> known_;     // (run id, agent id) counted in total
+  void count_new_agent(const Event& e);
 };
 
 }  // namespace arbor::cli

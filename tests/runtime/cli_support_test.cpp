@@ -92,6 +92,27 @@ TEST(CliProgress, TrackerCountsTotalRunningDoneAndFailedApart) {
             "[arbor] agents 5: 1 running, 1 done, 2 failed, 1 waiting | 9.0 tokens/s | cache hit 50%");
 }
 
+// Instances of a fan-out decided at run time (for_each.output) are not among the ids a
+// run starts with: each joins the total when it first appears, once.
+TEST(CliProgress, RunTimeFanOutInstancesJoinTheTotal) {
+  const auto t0 = ProgressClock::now();
+  ProgressTracker tracker(t0);
+  using K = Event::Kind;
+  tracker.add_agents("run-0", {"planner", "lead"});
+  tracker.on_event(event(K::agent_started, "run-0", "planner"), t0);
+  tracker.on_event(event(K::agent_finished, "run-0", "planner", "ok", 0.0), t0);
+  tracker.on_event(event(K::agent_started, "run-0", "lead"), t0);
+  for (const char* w : {"worker[0]", "worker[1]", "worker[2]"}) tracker.on_event(event(K::agent_started, "run-0", w), t0);
+  tracker.on_event(event(K::agent_finished, "run-0", "worker[0]", "ok", 0.0), t0);
+  tracker.on_event(event(K::agent_finished, "run-0", "worker[3]", "cancelled", 0.0), t0);  // never started
+  ProgressCounts c = tracker.counts(t0);
+  EXPECT_EQ(c.total, 6u);
+  EXPECT_EQ(c.running, 3u);
+  EXPECT_EQ(c.done, 2u);
+  EXPECT_EQ(c.failed, 1u);
+  EXPECT_EQ(format_progress(c), "[arbor] agents 6: 3 running, 2 done, 1 failed, 0 waiting | 0.0 tokens/s | cache hit 0%");
+}
+
 TEST(CliProgress, LineFormat) {
   ProgressCounts c;
   c.total = 12;

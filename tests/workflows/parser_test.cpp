@@ -97,7 +97,8 @@ TEST(Parser, EmptyFanOutListAndBadItems) {
   {"id": "c", "task": "{{item}}", "for_each": "nope"}]})");
   expect_diag(d, "/agents/0/for_each", 2, 47, "empty fan-out list");
   expect_diag(d, "/agents/1/for_each/1", 3, 51, "for_each items must be strings or numbers");
-  expect_diag(d, "/agents/2/for_each", 4, 47, "expected a list of items or {\"input\": \"NAME\"}");
+  expect_diag(d, "/agents/2/for_each", 4, 47,
+              "expected a list of items, {\"input\": \"NAME\"} or {\"output\": \"AGENT.PATH\"}");
 }
 
 TEST(Parser, FanInNeedsChildrenAndDocumentsNeedOneSource) {
