@@ -66,6 +66,27 @@ TEST(DynamicFanOut, ThePlanKeepsOneTemplateWithItsSourceAndBound) {
   EXPECT_EQ(d->find("worker")->dynamic->max_children, kDefaultMaxChildren);
 }
 
+TEST(DynamicFanOut, UnderAStaticFanOutEachParentInstanceHasItsTemplate) {
+  auto plan = load(R"({"name": "x", "agents": [
+  {"id": "planner", "task": "p", "output_schema": {"type": "array", "items": {"type": "string"}}},
+  {"id": "team", "for_each": ["x", "y"], "depends_on": ["planner"], "fan_in": "{{children}}", "agents": [
+    {"id": "w", "for_each": {"output": "planner"}, "task": "{{item}} for {{index}}"}]}]})");
+  ASSERT_TRUE(plan) << plan.error().format();
+  for (const char* team : {"team[0]", "team[1]"}) {
+    const AgentPlan* t = plan->find(team);
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->children.size(), 1u);
+    const AgentPlan& w = t->children[0];
+    EXPECT_EQ(w.id, std::string(team) + "/w");
+    EXPECT_EQ(w.dynamic->source, "planner");
+    EXPECT_TRUE(w.dynamic->path.empty());
+    auto inst = expand_dynamic(w, R"(["a","b"])");
+    ASSERT_TRUE(inst);
+    EXPECT_EQ((*inst)[1].id, std::string(team) + "/w[1]");
+    EXPECT_EQ(*(*inst)[1].task->render(make_context(*plan, (*inst)[1], {})), "b for 1");
+  }
+}
+
 TEST(DynamicFanOut, ExpandsOneInstancePerElementNoneForAnEmptyListAndFailsPastMaxChildren) {
   auto plan = load(workflow(R"({"output": "planner.tasks", "max_children": 2})", "Do {{item.title}} as {{item}}"));
   ASSERT_TRUE(plan) << plan.error().format();
