@@ -70,6 +70,7 @@ caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<Sche
       [self](PriorityRequest& p) -> PinReply { return self->state.scheduler->set_priority(p); },
       [self](TreeRequest& t) -> TreeReply { return self->state.scheduler->tree(t); },
       [self](caf::get_atom, stats_atom) -> CacheSnapshot { return self->state.scheduler->snapshot(); },
+      [self](caf::get_atom, audit_atom) -> std::string { return self->state.scheduler->check_invariants(); },
   };
 }
 

@@ -25,7 +25,8 @@ ActorConfig::ActorConfig() {
   add_message_type<PinReply>("arbor.PinReply");
   add_message_type<UnpinRequest>("arbor.UnpinRequest");
   add_message_type<PriorityRequest>("arbor.PriorityRequest");
-  add_message_type<TenantSnapshot>("arbor.TenantSnapshot");
+  add_message_type<TenantCacheStats>("arbor.TenantCacheStats");
+  add_message_type<CacheStats>("arbor.CacheStats");
   add_message_type<CacheSnapshot>("arbor.CacheSnapshot");
   add_message_type<TreeRequest>("arbor.TreeRequest");
   add_message_type<TreeNodeInfo>("arbor.TreeNodeInfo");

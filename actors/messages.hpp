@@ -7,7 +7,8 @@
 //   agent/runtime -> cache actor: SeqRequest (reply SeqResult), CancelRequest,
 //       CancelRun, PinRequest (reply PinReply), UnpinRequest, PriorityRequest
 //       (reply PinReply), TreeRequest (reply TreeReply), (get_atom, stats_atom)
-//       (reply CacheSnapshot); an agent's SeqRequest and CancelRequest go through its
+//       (reply CacheSnapshot), (get_atom, audit_atom) (reply the invariant violation,
+//       "" = clean); an agent's SeqRequest and CancelRequest go through its
 //       run actor, which forwards them (backpressure, run_actor.hpp)
 //   cache actor -> a request's listener: TokenEvent (streaming)
 //   agent -> run actor: AgentStarted, AgentReport, DepsRequest (reply DepsReply),
@@ -21,10 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "common/cache_stats.hpp"
+
 namespace arbor::actors {
 
 using step_atom = caf::atom_constant<caf::atom("step")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using audit_atom = caf::atom_constant<caf::atom("audit")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
@@ -168,41 +172,42 @@ typename Inspector::result_type inspect(Inspector& f, PriorityRequest& x) {
   return f(caf::meta::type_name("PriorityRequest"), x.tenant, x.tokens, x.priority);
 }
 
-struct TenantSnapshot {
-  std::string name;
-  std::uint64_t lookups = 0, hit_tokens = 0, miss_tokens = 0, inserted_tokens = 0, evicted_pages = 0;
-  std::uint64_t used_pages = 0, quota_pages = 0;
-  std::int32_t num_sequences = 0;
-};
+}  // namespace arbor::actors
 
+namespace arbor {
+
+// CAF's view of common/cache_stats.hpp (found by ADL, next to the types' namespace).
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, TenantSnapshot& x) {
-  return f(caf::meta::type_name("TenantSnapshot"), x.name, x.lookups, x.hit_tokens, x.miss_tokens,
-           x.inserted_tokens, x.evicted_pages, x.used_pages, x.quota_pages, x.num_sequences);
+typename Inspector::result_type inspect(Inspector& f, TenantCacheStats& x) {
+  return f(caf::meta::type_name("TenantCacheStats"), x.lookups, x.hit_tokens, x.miss_tokens, x.inserted_tokens,
+           x.evicted_pages, x.used_pages, x.quota_pages, x.num_sequences);
 }
 
-// The cache actor's counters at one instant. prompt/cached/computed count requests that
-// generate; prefill-only requests (max_tokens 0: cache warm-ups) count only in
-// warmup_tokens, the tokens they prefilled.
-struct CacheSnapshot {
-  std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
-  std::uint64_t warmup_tokens = 0;
-  std::int32_t pages_total = 0, pages_used = 0, pages_free = 0, pages_locked = 0, pages_cached_idle = 0;
-  std::uint64_t evictions = 0;
-  std::int32_t live_sequences = 0, queued_requests = 0, num_pins = 0;
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CacheStats& x) {
+  return f(caf::meta::type_name("CacheStats"), x.prompt_tokens, x.cached_tokens, x.computed_tokens,
+           x.generated_tokens, x.warmup_tokens, x.hit_ratio, x.pages_total, x.pages_used, x.pages_free,
+           x.pages_locked, x.pages_cached_idle, x.evictions, x.live_sequences, x.queued_requests, x.tenants);
+}
+
+}  // namespace arbor
+
+namespace arbor::actors {
+
+// The cache actor's figures at one instant: the public CacheStats (what
+// Runtime::cache_stats returns) plus what only tests and benchmarks read. The full
+// invariant audit is a message of its own, (get_atom, audit_atom), not part of this.
+struct CacheSnapshot : CacheStats {
+  std::int32_t num_pins = 0;
   std::uint64_t pinned_pages = 0;
   std::uint64_t num_steps = 0;
-  std::string invariant_violation;  // PrefixCache::check_invariants(); "" = clean
-  std::vector<TenantSnapshot> tenants;
   std::uint64_t schemas_compiled = 0;  // distinct JSON Schemas compiled (ConstraintCache)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CacheSnapshot& x) {
-  return f(caf::meta::type_name("CacheSnapshot"), x.prompt_tokens, x.cached_tokens,
-           x.computed_tokens, x.generated_tokens, x.warmup_tokens, x.pages_total, x.pages_used, x.pages_free,
-           x.pages_locked, x.pages_cached_idle, x.evictions, x.live_sequences, x.queued_requests,
-           x.num_pins, x.pinned_pages, x.num_steps, x.invariant_violation, x.tenants, x.schemas_compiled);
+  return f(caf::meta::type_name("CacheSnapshot"), static_cast<CacheStats&>(x), x.num_pins, x.pinned_pages,
+           x.num_steps, x.schemas_compiled);
 }
 
 struct TreeRequest {

@@ -573,6 +573,7 @@ CacheSnapshot Scheduler::snapshot() const {
   x.computed_tokens = computed_tokens_;
   x.generated_tokens = generated_tokens_;
   x.warmup_tokens = warmup_tokens_;
+  x.hit_ratio = prompt_tokens_ == 0 ? 0.0 : double(cached_tokens_) / double(prompt_tokens_);
   x.pages_total = s.pool.total_pages;
   x.pages_used = s.pool.used_pages;
   x.pages_free = s.pool.free_pages;
@@ -584,22 +585,11 @@ CacheSnapshot Scheduler::snapshot() const {
   x.num_pins = s.num_pins;
   x.pinned_pages = s.pinned_pages;
   x.num_steps = num_steps_;
-  x.invariant_violation = check_invariants();
   x.schemas_compiled = constraints_.num_compiled();
   for (cache::TenantId t = 0;; ++t) {
     auto ts = cache_->tenant_stats(t);
     if (!ts) break;
-    TenantSnapshot tx;
-    tx.name = ts->name;
-    tx.lookups = ts->counters.lookups;
-    tx.hit_tokens = ts->counters.hit_tokens;
-    tx.miss_tokens = ts->counters.miss_tokens;
-    tx.inserted_tokens = ts->counters.inserted_tokens;
-    tx.evicted_pages = ts->counters.evicted_pages;
-    tx.used_pages = ts->used_pages;
-    tx.quota_pages = ts->quota_pages;
-    tx.num_sequences = ts->num_sequences;
-    x.tenants.push_back(std::move(tx));
+    x.tenants[ts->name] = static_cast<const TenantCacheStats&>(*ts);  // the public part
   }
   return x;
 }

@@ -126,12 +126,13 @@ class Scheduler {
   std::size_t num_pins() const { return pins_.size(); }
   void unpin(std::uint64_t pin_id);
   PinReply set_priority(const PriorityRequest& request);
-  CacheSnapshot snapshot() const;
+  CacheSnapshot snapshot() const;  // O(tenants): no audit
   // "" when consistent, else the first problem: the cache's own invariants, and for
   // every live sequence that the tree holds none of its positions it has not computed
   // yet (matched or committed tokens <= computed), so no other sequence can match K/V
-  // that was never written. snapshot() reports it; tests check it after every step.
-  // O(live sequences) plus the cache's check.
+  // that was never written. The cache actor answers it to (get_atom, audit_atom)
+  // (Runtime::check_invariants); tests check it after every step. O(live sequences)
+  // plus the cache's full audit: on demand only, never per stats call.
   std::string check_invariants() const;
   TreeReply tree(const TreeRequest& request) const;
 

@@ -7,29 +7,23 @@
 #include <vector>
 
 #include "cache/kv_geometry.hpp"
+#include "common/cache_stats.hpp"
 
 namespace arbor::cache {
 
 using TenantId = std::int32_t;
 constexpr TenantId kSharedNamespace = -1;  // the namespace published prefixes live in
 
-struct TokenCounters {
-  std::uint64_t lookups = 0;          // match() calls
-  std::uint64_t hit_tokens = 0;       // tokens adopted from the cache by match()
-  std::uint64_t miss_tokens = 0;      // prompt tokens match() left to compute
-  std::uint64_t inserted_tokens = 0;  // tokens newly added to the tree by commit()
-  std::uint64_t evicted_pages = 0;    // pages evicted from the namespace's tree
-};
+// TokenCounters (common/cache_stats.hpp): lookups = match() calls, hit/miss_tokens =
+// what match() adopted / left to compute, inserted_tokens = added by commit().
 
-struct TenantStats {
+// The public TenantCacheStats (its counters; used_pages = tree_pages + private_pages,
+// what the quota limits) plus what only the cache's own users read.
+struct TenantStats : TenantCacheStats {
   std::string name;
-  TokenCounters counters;
-  std::size_t tree_pages = 0;     // pages in the tenant's own tree
-  std::size_t private_pages = 0;  // pages of its live sequences not (yet) in a tree
-  std::size_t used_pages = 0;     // tree_pages + private_pages: what the quota limits
-  std::size_t quota_pages = 0;    // 0 = no quota
+  std::size_t tree_pages = 0;       // pages in the tenant's own tree
+  std::size_t private_pages = 0;    // pages of its live sequences not (yet) in a tree
   std::size_t evictable_pages = 0;  // own tree pages no lock holds
-  int num_sequences = 0;
 };
 
 struct PoolStats {

@@ -24,7 +24,7 @@ Result<TenantStats> PrefixCache::tenant_stats(TenantId tenant) const {
   if (!t) return fail(ErrorCode::not_found, "tenant_stats: unknown tenant id " + std::to_string(tenant));
   TenantStats s;
   s.name = t->name;
-  s.counters = t->counters;
+  static_cast<TokenCounters&>(s) = t->counters;
   s.tree_pages = t->tree->num_pages();
   s.private_pages = t->private_pages;
   s.used_pages = s.tree_pages + s.private_pages;

@@ -5,37 +5,6 @@
 
 namespace arbor {
 
-CacheStats to_cache_stats(const actors::CacheSnapshot& s) {
-  CacheStats c;
-  c.prompt_tokens = s.prompt_tokens;
-  c.cached_tokens = s.cached_tokens;
-  c.computed_tokens = s.computed_tokens;
-  c.generated_tokens = s.generated_tokens;
-  c.warmup_tokens = s.warmup_tokens;
-  c.hit_ratio = s.prompt_tokens == 0 ? 0.0 : double(s.cached_tokens) / double(s.prompt_tokens);
-  c.pages_total = s.pages_total;
-  c.pages_used = s.pages_used;
-  c.pages_free = s.pages_free;
-  c.pages_locked = s.pages_locked;
-  c.pages_cached_idle = s.pages_cached_idle;
-  c.evictions = s.evictions;
-  c.live_sequences = s.live_sequences;
-  c.queued_requests = s.queued_requests;
-  for (const auto& t : s.tenants) {
-    TenantCacheStats ts;
-    ts.lookups = t.lookups;
-    ts.hit_tokens = t.hit_tokens;
-    ts.miss_tokens = t.miss_tokens;
-    ts.inserted_tokens = t.inserted_tokens;
-    ts.evicted_pages = t.evicted_pages;
-    ts.used_pages = t.used_pages;
-    ts.quota_pages = t.quota_pages;
-    ts.num_sequences = t.num_sequences;
-    c.tenants[t.name] = ts;
-  }
-  return c;
-}
-
 namespace {
 
 std::optional<nlohmann::ordered_json> parse_document(const std::string& json) {
@@ -104,7 +73,7 @@ void RunHandle::State::on_event(const actors::RunEvent& e) {
   ev.agent_id = e.agent_id;
   ev.text = e.text;
   ev.status = e.status;
-  if (e.cache) ev.cache = to_cache_stats(*e.cache);
+  if (e.cache) ev.cache = *e.cache;  // its public part
   callback(ev);
 }
 

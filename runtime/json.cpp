@@ -61,34 +61,8 @@ std::string to_json(const RunResult& r) {
   return dump(j);
 }
 
-std::string to_json(const CacheStats& s) {
-  nlohmann::json tenants = nlohmann::json::object();
-  for (const auto& [name, t] : s.tenants)
-    tenants[name] = {{"lookups", t.lookups},
-                     {"hit_tokens", t.hit_tokens},
-                     {"miss_tokens", t.miss_tokens},
-                     {"inserted_tokens", t.inserted_tokens},
-                     {"evicted_pages", t.evicted_pages},
-                     {"used_pages", t.used_pages},
-                     {"quota_pages", t.quota_pages},
-                     {"num_sequences", t.num_sequences}};
-  nlohmann::json j = {{"prompt_tokens", s.prompt_tokens},
-                      {"cached_tokens", s.cached_tokens},
-                      {"computed_tokens", s.computed_tokens},
-                      {"generated_tokens", s.generated_tokens},
-                      {"warmup_tokens", s.warmup_tokens},
-                      {"hit_ratio", s.hit_ratio},
-                      {"pages_total", s.pages_total},
-                      {"pages_used", s.pages_used},
-                      {"pages_free", s.pages_free},
-                      {"pages_locked", s.pages_locked},
-                      {"pages_cached_idle", s.pages_cached_idle},
-                      {"evictions", s.evictions},
-                      {"live_sequences", s.live_sequences},
-                      {"queued_requests", s.queued_requests},
-                      {"tenants", tenants}};
-  return dump(j);
-}
+// The field names and order are common/cache_stats.hpp's (NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE).
+std::string to_json(const CacheStats& s) { return dump(nlohmann::json(s)); }
 
 std::string to_json(const GenerateResult& r) {
   nlohmann::json j = {{"text", r.text},

@@ -284,15 +284,15 @@ CacheStats Runtime::cache_stats() const {
   caf::scoped_actor self{*impl_->system};
   CacheStats stats;
   self->request(impl_->cache, caf::infinite, caf::get_atom::value, actors::stats_atom::value)
-      .receive([&](actors::CacheSnapshot& s) { stats = to_cache_stats(s); }, [](caf::error&) {});
+      .receive([&](actors::CacheSnapshot& s) { stats = std::move(s); }, [](caf::error&) {});
   return stats;
 }
 
 std::string Runtime::check_invariants() const {
   caf::scoped_actor self{*impl_->system};
   std::string violation = "cache actor did not answer";
-  self->request(impl_->cache, caf::infinite, caf::get_atom::value, actors::stats_atom::value)
-      .receive([&](actors::CacheSnapshot& s) { violation = s.invariant_violation; }, [](caf::error&) {});
+  self->request(impl_->cache, caf::infinite, caf::get_atom::value, actors::audit_atom::value)
+      .receive([&](std::string& v) { violation = std::move(v); }, [](caf::error&) {});
   return violation;
 }
 

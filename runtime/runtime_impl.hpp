@@ -20,7 +20,6 @@
 
 namespace arbor {
 
-CacheStats to_cache_stats(const actors::CacheSnapshot& snapshot);
 AgentResult to_agent_result(const actors::AgentReport& report);
 GenerateResult to_generate_result(const actors::SeqResult& result);
 

@@ -107,8 +107,8 @@ TEST_F(TenantTest, OverQuotaTenantEvictsItsOwnPagesFirst) {
   EXPECT_EQ(events[1].tenant, q);
   EXPECT_EQ(hit(a, run(0, 9)), 8u);
   EXPECT_EQ(cache_.tenant_stats(q)->used_pages, 6u);
-  EXPECT_EQ(cache_.tenant_stats(q)->counters.evicted_pages, 2u);
-  EXPECT_EQ(cache_.tenant_stats(a)->counters.evicted_pages, 0u);
+  EXPECT_EQ(cache_.tenant_stats(q)->evicted_pages, 2u);
+  EXPECT_EQ(cache_.tenant_stats(a)->evicted_pages, 0u);
 }
 
 TEST_F(TenantTest, QuotaFailureIsClearAndNeverTouchesOtherTenantsLocks) {
@@ -127,7 +127,7 @@ TEST_F(TenantTest, QuotaFailureIsClearAndNeverTouchesOtherTenantsLocks) {
   EXPECT_TRUE(cache_.reserve(s, 4));  // one page fits the quota
   cache_.close(mine.seq);
   EXPECT_TRUE(cache_.reserve(s, 8));  // now q's own cached pages can go
-  EXPECT_EQ(cache_.tenant_stats(a)->counters.evicted_pages, 0u);
+  EXPECT_EQ(cache_.tenant_stats(a)->evicted_pages, 0u);
 }
 
 TEST_F(TenantTest, GlobalLruCrossesNamespaces) {

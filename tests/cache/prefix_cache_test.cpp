@@ -209,10 +209,10 @@ TEST_F(PrefixCacheTest, StatsCountTokens) {
   prefill(cache_, tenant_, run(0, 10));                // hit 8, miss 2
   cache_.close(a.seq);
   TenantStats t = *cache_.tenant_stats(tenant_);
-  EXPECT_EQ(t.counters.lookups, 2u);
-  EXPECT_EQ(t.counters.hit_tokens, 8u);
-  EXPECT_EQ(t.counters.miss_tokens, 12u);
-  EXPECT_EQ(t.counters.inserted_tokens, 8u);
+  EXPECT_EQ(t.lookups, 2u);
+  EXPECT_EQ(t.hit_tokens, 8u);
+  EXPECT_EQ(t.miss_tokens, 12u);
+  EXPECT_EQ(t.inserted_tokens, 8u);
   EXPECT_EQ(t.tree_pages, 2u);
   EXPECT_EQ(t.private_pages, 1u);
   EXPECT_EQ(t.num_sequences, 1);

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cache_stats.hpp"
 #include "common/document_access.hpp"
 #include "common/result.hpp"
 
@@ -144,25 +145,7 @@ struct RunResult {
   std::string error;
 };
 
-struct TenantCacheStats {
-  std::uint64_t lookups = 0, hit_tokens = 0, miss_tokens = 0, inserted_tokens = 0, evicted_pages = 0;
-  std::size_t used_pages = 0, quota_pages = 0;
-  int num_sequences = 0;
-};
-
-struct CacheStats {
-  std::uint64_t prompt_tokens = 0;    // prompt tokens of every request served (warm-ups excluded)
-  std::uint64_t cached_tokens = 0;    // of which read from the cache
-  std::uint64_t computed_tokens = 0;  // of which prefilled
-  std::uint64_t generated_tokens = 0;
-  std::uint64_t warmup_tokens = 0;    // prefilled by cache warm-ups (AgentResult::warmup_tokens)
-  double hit_ratio = 0;               // cached / prompt
-  int pages_total = 0, pages_used = 0, pages_free = 0, pages_locked = 0, pages_cached_idle = 0;
-  std::uint64_t evictions = 0;        // pages evicted
-  int live_sequences = 0;
-  int queued_requests = 0;
-  std::map<std::string, TenantCacheStats> tenants;
-};
+// CacheStats and TenantCacheStats: common/cache_stats.hpp.
 
 struct CacheTreeNode {
   std::uint64_t id = 0, parent_id = 0;

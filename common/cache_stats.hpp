@@ -1,0 +1,58 @@
+// The KV cache's statistics, defined once for every layer: the cache keeps the
+// counters (cache::PrefixCache), the scheduler adds its token figures and sends them
+// (actors::CacheSnapshot; CAF inspect in actors/messages.hpp), and the embedding API,
+// the CLI and the server return them (Runtime::cache_stats, to_json). The JSON names are
+// the member names; a new counter is a member here plus its name in the lists below and
+// in the inspect.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace arbor {
+
+// What one namespace's tree has seen (cache::PrefixCache counts them).
+struct TokenCounters {
+  std::uint64_t lookups = 0;          // prompts matched against the tree
+  std::uint64_t hit_tokens = 0;       // tokens adopted from the cache
+  std::uint64_t miss_tokens = 0;      // prompt tokens left to compute
+  std::uint64_t inserted_tokens = 0;  // tokens newly added to the tree
+  std::uint64_t evicted_pages = 0;    // pages evicted from the namespace's tree
+};
+
+// One tenant's share of the cache.
+struct TenantCacheStats : TokenCounters {
+  std::size_t used_pages = 0;   // its tree's pages plus its live sequences' private ones
+  std::size_t quota_pages = 0;  // 0 = no quota
+  int num_sequences = 0;
+};
+
+// The whole cache at one instant. prompt/cached/computed count requests that generate;
+// prefill-only requests (cache warm-ups) count only in warmup_tokens.
+struct CacheStats {
+  std::uint64_t prompt_tokens = 0;    // prompt tokens of every request served (warm-ups excluded)
+  std::uint64_t cached_tokens = 0;    // of which read from the cache
+  std::uint64_t computed_tokens = 0;  // of which prefilled
+  std::uint64_t generated_tokens = 0;
+  std::uint64_t warmup_tokens = 0;    // prefilled by cache warm-ups (AgentResult::warmup_tokens)
+  double hit_ratio = 0;               // cached / prompt
+  int pages_total = 0, pages_used = 0, pages_free = 0;
+  int pages_locked = 0;               // held by a live sequence, a pin or a locked tree path
+  int pages_cached_idle = 0;          // cached and unlocked: evictable
+  std::uint64_t evictions = 0;        // pages evicted, every namespace
+  int live_sequences = 0;
+  int queued_requests = 0;
+  std::map<std::string, TenantCacheStats> tenants;
+};
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TenantCacheStats, lookups, hit_tokens, miss_tokens, inserted_tokens,
+                                   evicted_pages, used_pages, quota_pages, num_sequences)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CacheStats, prompt_tokens, cached_tokens, computed_tokens, generated_tokens,
+                                   warmup_tokens, hit_ratio, pages_total, pages_used, pages_free, pages_locked,
+                                   pages_cached_idle, evictions, live_sequences, queued_requests, tenants)
+
+}  // namespace arbor
