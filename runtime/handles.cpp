@@ -156,21 +156,27 @@ void RunHandle::cancel() {
 // --- GenerationHandle ---
 
 void GenerationHandle::State::complete(const actors::SeqResult& r) {
+  GenerationDone done;
   {
     std::lock_guard lock(mu);
     result = r;
     finished = true;
     cache = nullptr;
+    done = std::move(on_done);  // at most once, and no capture outlives the call
   }
   cv.notify_all();
+  if (done) done(outcome());
+}
+
+Result<GenerateResult> GenerationHandle::State::outcome() const {
+  if (!result.ok) return fail(ErrorCode(result.error_code), result.error);
+  return to_generate_result(result);
 }
 
 Result<GenerateResult> GenerationHandle::result() {
   std::unique_lock lock(state_->mu);
   state_->cv.wait(lock, [&] { return state_->finished; });
-  const auto& r = state_->result;
-  if (!r.ok) return fail(ErrorCode(r.error_code), r.error);
-  return to_generate_result(r);
+  return state_->outcome();
 }
 
 GenerateResult GenerationHandle::wait() {

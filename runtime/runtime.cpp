@@ -247,7 +247,8 @@ Result<GenerateResult> Runtime::generate(const GenerateRequest& request) {
 }
 
 Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
-                                                 std::function<void(const std::string&)> on_token) {
+                                                 std::function<void(const std::string&)> on_token,
+                                                 GenerationDone on_done) {
   const auto& tok = impl_->model->tokenizer();
   actors::SeqRequest req;
   if (request.raw_prompt) {
@@ -271,6 +272,7 @@ Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
   state->cache = impl_->cache;
   state->request_id = req.request_id;
   state->on_token = std::move(on_token);
+  state->on_done = std::move(on_done);
   {
     std::lock_guard lock(impl_->mu);
     std::erase_if(impl_->generations, [](const auto& w) { return w.expired(); });

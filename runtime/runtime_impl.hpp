@@ -54,8 +54,10 @@ struct GenerationHandle::State {
   caf::actor cache;  // reset when done
   std::uint64_t request_id = 0;
   std::function<void(const std::string&)> on_token;
+  GenerationDone on_done;  // called once by complete(), outside mu
 
   void complete(const actors::SeqResult& r);
+  Result<GenerateResult> outcome() const;  // once finished (result no longer changes)
 };
 
 struct Runtime::Impl {

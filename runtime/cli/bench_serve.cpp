@@ -275,7 +275,7 @@ Result<Figures> run_once(const RuntimeConfig& runtime_config, int num_clients, i
   config.runtime = runtime_config;
   auto runtime = Runtime::create(config.runtime);
   if (!runtime) return std::unexpected(runtime.error());
-  auto backend = server::make_runtime_backend(**runtime, config.max_inflight);
+  auto backend = server::make_runtime_backend(**runtime);
   auto server = server::Server::start(config, *backend);
   if (!server) return std::unexpected(server.error());
   auto figures = measure((*server)->port(), num_clients, per_client, max_tokens, system);

@@ -69,7 +69,7 @@ int run_serve(const ServeOptions& o) {
   auto runtime = Runtime::create(config.runtime);
   if (!runtime) return std::fprintf(stderr, "arbor serve: %s\n", runtime.error().describe().c_str()), kExitFailed;
   print_device_line("serve", **runtime);
-  auto backend = server::make_runtime_backend(**runtime, config.max_inflight);
+  auto backend = server::make_runtime_backend(**runtime);
   auto server = server::Server::start(config, *backend);
   if (!server) return std::fprintf(stderr, "arbor serve: %s\n", server.error().message.c_str()), kExitFailed;
 

@@ -67,9 +67,9 @@ class Backend {
   virtual std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const = 0;
 };
 
-// Adapts a Runtime (which must outlive the backend). Generations are awaited on a
-// private pool of `num_waiters` threads: the server admits at most that many at once.
-// Destroying the backend cancels what is in flight and waits for it.
-std::unique_ptr<Backend> make_runtime_backend(Runtime& runtime, int num_waiters);
+// Adapts a Runtime (which must outlive the backend). A generation's on_done comes from
+// the Runtime's completion callback, on a runtime thread; no thread waits per
+// generation. Destroying the backend cancels what is in flight and waits for it.
+std::unique_ptr<Backend> make_runtime_backend(Runtime& runtime);
 
 }  // namespace arbor::server

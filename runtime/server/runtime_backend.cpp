@@ -1,11 +1,9 @@
-// Backend over arbor::Runtime. The Runtime reports a generation's end only through
-// GenerationHandle::wait(), so each generation is awaited on a private waiter thread.
-#include <atomic>
+// Backend over arbor::Runtime. A generation reports its end through the Runtime's
+// completion callback (no thread waits for it); the backend keeps the live ones so that
+// destroying it cancels them and waits until their callbacks have returned.
+#include <condition_variable>
 #include <mutex>
 #include <unordered_map>
-
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include "runtime/server/backend.hpp"
 
@@ -16,7 +14,6 @@ class RuntimeGeneration final : public Generation {
  public:
   explicit RuntimeGeneration(GenerationHandle handle) : handle_(std::move(handle)) {}
   void cancel() override { handle_.cancel(); }
-  GenerationHandle& handle() { return handle_; }
 
  private:
   GenerationHandle handle_;
@@ -37,15 +34,14 @@ class RuntimeRun final : public RunControl {
 
 class RuntimeBackend final : public Backend {
  public:
-  RuntimeBackend(Runtime& runtime, int num_waiters)
-      : runtime_(runtime), waiters_(static_cast<std::size_t>(std::max(1, num_waiters))) {}
+  explicit RuntimeBackend(Runtime& runtime) : runtime_(runtime) {}
 
   ~RuntimeBackend() override {
-    {
-      std::lock_guard lock(mutex_);
-      for (auto& [id, generation] : live_) generation->cancel();
-    }
-    waiters_.join();
+    std::unique_lock lock(mutex_);
+    for (auto& [id, generation] : live_)
+      if (generation) generation->cancel();
+    // A callback may still be running: it erases its entry after it returns.
+    ended_.wait(lock, [this] { return live_.empty(); });
   }
 
   std::string model_name() const override { return runtime_.model_name(); }
@@ -54,22 +50,25 @@ class RuntimeBackend final : public Backend {
   Result<std::shared_ptr<Generation>> start_generate(const GenerateRequest& request,
                                                      std::function<void(const std::string&)> on_token,
                                                      std::function<void(const Result<GenerateResult>&)> on_done) override {
-    auto handle = runtime_.start_generate(request, std::move(on_token));
-    if (!handle) return std::unexpected(handle.error());
-    auto generation = std::make_shared<RuntimeGeneration>(std::move(*handle));
+    std::unique_lock lock(mutex_);
     const std::uint64_t id = next_id_++;
-    {
-      std::lock_guard lock(mutex_);
-      live_[id] = generation;
+    live_[id] = nullptr;  // registered before it can end: its callback finds the entry
+    lock.unlock();
+    auto handle = runtime_.start_generate(
+        request, std::move(on_token), [this, id, on_done = std::move(on_done)](const Result<GenerateResult>& result) {
+          on_done(result);
+          std::lock_guard guard(mutex_);
+          live_.erase(id);
+          ended_.notify_all();
+        });
+    lock.lock();
+    if (!handle) {
+      live_.erase(id);  // never started: no callback will come
+      ended_.notify_all();
+      return std::unexpected(handle.error());
     }
-    boost::asio::post(waiters_, [this, id, generation, on_done = std::move(on_done)] {
-      Result<GenerateResult> result = generation->handle().result();
-      {
-        std::lock_guard lock(mutex_);
-        live_.erase(id);
-      }
-      on_done(result);
-    });
+    auto generation = std::make_shared<RuntimeGeneration>(std::move(*handle));
+    if (auto it = live_.find(id); it != live_.end()) it->second = generation;  // else: already over
     return generation;
   }
 
@@ -90,16 +89,17 @@ class RuntimeBackend final : public Backend {
 
  private:
   Runtime& runtime_;
-  boost::asio::thread_pool waiters_;
-  std::atomic<std::uint64_t> next_id_{1};
   std::mutex mutex_;
+  std::condition_variable ended_;
+  std::uint64_t next_id_ = 1;
+  // Generations whose callback has not returned yet (null until start_generate returns).
   std::unordered_map<std::uint64_t, std::shared_ptr<RuntimeGeneration>> live_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_runtime_backend(Runtime& runtime, int num_waiters) {
-  return std::make_unique<RuntimeBackend>(runtime, num_waiters);
+std::unique_ptr<Backend> make_runtime_backend(Runtime& runtime) {
+  return std::make_unique<RuntimeBackend>(runtime);
 }
 
 }  // namespace arbor::server

@@ -97,6 +97,58 @@ TEST(Generate, CancelEndsAGenerationEarly) {
   expect_clean(*rt);
 }
 
+// on_done: exactly once per generation, with what wait() returns, for a finished, a
+// cancelled and a failed one; nobody has to wait() for it to come.
+TEST(Generate, CompletionCallbackComesOnceWithTheOutcome) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  struct Done {
+    std::promise<Result<GenerateResult>> outcome;
+    std::atomic<int> calls{0};
+    GenerationDone callback() {
+      return [this](const Result<GenerateResult>& r) {
+        if (calls++ == 0) outcome.set_value(r);
+      };
+    }
+  };
+  GenerateRequest req;
+  req.messages = {{"user", "Name three rivers."}};
+  req.sampling.max_tokens = 12;
+  Done finished;
+  auto h = rt->start_generate(req, {}, finished.callback());
+  ASSERT_TRUE(h);
+  const auto outcome = finished.outcome.get_future().get();  // no wait() call before this
+  ASSERT_TRUE(outcome) << outcome.error().describe();
+  EXPECT_EQ(outcome->generated_tokens, 12u);
+  EXPECT_EQ(outcome->text, h->wait().text);
+
+  req.sampling.max_tokens = 2000;
+  Done cancelled;
+  std::promise<void> started;
+  std::atomic<bool> once{false};
+  auto c = rt->start_generate(
+      req, [&](const std::string&) { if (!once.exchange(true)) started.set_value(); }, cancelled.callback());
+  ASSERT_TRUE(c);
+  started.get_future().wait();
+  c->cancel();
+  const auto cancel_outcome = cancelled.outcome.get_future().get();
+  ASSERT_TRUE(cancel_outcome);
+  EXPECT_EQ(cancel_outcome->finish_reason, "cancelled");
+
+  req.messages = {{"user", std::string(40000, 'x')}};  // longer than the context
+  req.sampling.max_tokens = 4;
+  Done failed;
+  auto f = rt->start_generate(req, {}, failed.callback());
+  ASSERT_TRUE(f);
+  const auto fail_outcome = failed.outcome.get_future().get();
+  ASSERT_FALSE(fail_outcome);
+  EXPECT_EQ(fail_outcome.error().message, f->result().error().message);
+  EXPECT_NE(fail_outcome.error().message.find("context"), std::string::npos) << fail_outcome.error().message;
+
+  for (Done* d : {&finished, &cancelled, &failed}) EXPECT_EQ(d->calls.load(), 1);
+  expect_clean(*rt);
+}
+
 TEST(Generate, RuntimeDestructorCancelsWhatIsRunning) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);

@@ -26,7 +26,7 @@ TEST(ServerDashboard, LoadsInHeadlessChromiumWithoutConsoleErrors) {
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed; run scripts/install_test_tools.sh";
   auto runtime = Runtime::create(arbor::testing::small_config());
   ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
-  auto backend = make_runtime_backend(**runtime, 8);
+  auto backend = make_runtime_backend(**runtime);
   ServerConfig config;  // no keys: the page polls without one
   config.port = 0;
   config.workflow_dir = arbor::testing::kExamples;

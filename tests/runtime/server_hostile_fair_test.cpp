@@ -117,7 +117,7 @@ class ServerHostileFair : public ::testing::Test {
     auto runtime = Runtime::create(rc);
     ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
     runtime_ = std::move(*runtime).release();
-    backend_ = make_runtime_backend(*runtime_, 16).release();
+    backend_ = make_runtime_backend(*runtime_).release();
   }
   static void TearDownTestSuite() {
     delete backend_;

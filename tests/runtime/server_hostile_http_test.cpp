@@ -99,7 +99,7 @@ class ServerHostileHttp : public ::testing::Test {
     auto runtime = Runtime::create(arbor::testing::small_config());
     ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
     runtime_ = std::move(*runtime).release();
-    real_ = make_runtime_backend(*runtime_, 8).release();
+    real_ = make_runtime_backend(*runtime_).release();
   }
   static void TearDownTestSuite() {
     delete real_;

@@ -35,7 +35,7 @@ class ServerHostileUtf8 : public ::testing::Test {
     auto runtime = Runtime::create(arbor::testing::small_config());
     ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
     runtime_ = std::move(*runtime).release();
-    backend_ = make_runtime_backend(*runtime_, 4).release();
+    backend_ = make_runtime_backend(*runtime_).release();
   }
   static void TearDownTestSuite() {
     delete backend_;

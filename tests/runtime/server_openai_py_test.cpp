@@ -17,7 +17,7 @@ TEST(ServerOpenAiPython, OfficialClientTalksToTheServer) {
     GTEST_SKIP() << "the Python 'openai' package is not installed; run scripts/install_test_tools.sh";
   auto runtime = Runtime::create(arbor::testing::small_config());
   ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
-  auto backend = make_runtime_backend(**runtime, 8);
+  auto backend = make_runtime_backend(**runtime);
   auto config = parse_server_config(R"({"port":0,"keys":{"py-client-key-1":"py"}})");
   ASSERT_TRUE(config.has_value());
   auto server = Server::start(*config, *backend);

@@ -184,6 +184,9 @@ class RunHandle {
   std::shared_ptr<State> state_;
 };
 
+// A start_generate() call's completion callback.
+using GenerationDone = std::function<void(const Result<GenerateResult>&)>;
+
 // A generate() call in flight (the server streams through it).
 class GenerationHandle {
  public:
@@ -222,9 +225,14 @@ class Runtime {
 
   // One-shot generation through the same cache actor.
   Result<GenerateResult> generate(const GenerateRequest& request);
-  // Streaming: on_token(text piece) per token as it is decoded.
+  // Starts a generation and returns at once. on_token(text piece) per token as it is
+  // decoded; on_done(outcome) exactly once when it ends (finished, failed or cancelled),
+  // after the handle's result is set, so a caller never needs a thread parked on
+  // wait(). Both run on a runtime thread: they must not block, and on_done must not
+  // destroy the Runtime.
   Result<GenerationHandle> start_generate(const GenerateRequest& request,
-                                          std::function<void(const std::string&)> on_token = {});
+                                          std::function<void(const std::string&)> on_token = {},
+                                          GenerationDone on_done = {});
 
   CacheStats cache_stats() const;
   // Full audit of the KV cache (PrefixCache::check_invariants): "" when every invariant
