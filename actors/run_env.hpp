@@ -15,9 +15,9 @@
 
 namespace arbor::actors {
 
-// Test hook (documented in runtime.hpp as RuntimeConfig::faults): makes a named agent
-// instance misbehave on its first K attempts, to exercise retries and timeouts without
-// a broken model.
+// Test hook (set through tests/runtime/fault_injection.hpp, never by a user): makes a
+// named agent instance misbehave on its first K attempts, to exercise retries and
+// timeouts without a broken model.
 struct FaultInjection {
   std::map<std::string, int> fail_attempts;  // agent id -> first K attempts fail at once
   std::map<std::string, int> hang_attempts;  // agent id -> first K attempts never answer (time out)

@@ -191,16 +191,14 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
 }
 
 Result<RunResult> Runtime::run(const std::string& workflow_path, const std::map<std::string, std::string>& inputs) {
-  auto handle = start(workflow_path, inputs);
+  auto handle = start(workflow_path, {.inputs = inputs});
   if (!handle) return std::unexpected(handle.error());
   return handle->wait();
 }
 
-Result<RunHandle> Runtime::start(const std::string& workflow, const std::map<std::string, std::string>& inputs,
-                                 EventCallback on_event, bool is_text, std::optional<std::string> tenant_override,
-                                 const DocumentAccess& documents) {
-  auto plan = is_text ? workflows::load_workflow_text(workflow, documents, inputs)
-                      : workflows::load_workflow_file(workflow, inputs);
+Result<RunHandle> Runtime::start(const std::string& workflow, RunOptions options) {
+  auto plan = options.workflow_is_text ? workflows::load_workflow_text(workflow, options.documents, options.inputs)
+                                       : workflows::load_workflow_file(workflow, options.inputs);
   if (!plan) return fail(ErrorCode::invalid_argument, plan.error().format());
   auto shared_plan = std::make_shared<const workflows::Plan>(std::move(*plan));
 
@@ -209,17 +207,16 @@ Result<RunHandle> Runtime::start(const std::string& workflow, const std::map<std
   env->model = impl_->model;
   env->chat = impl_->chat;
   env->cache = impl_->cache;
-  env->tenant = tenant_override ? *tenant_override : shared_plan->tenant;
+  env->tenant = options.tenant ? *options.tenant : shared_plan->tenant;
   if (env->tenant.empty()) env->tenant = "default";
-  env->stream_tokens = bool(on_event);
+  env->stream_tokens = bool(options.on_event);
   env->warm_prefixes = impl_->config.prefix_caching;  // warming without caching is pure waste
   env->max_requests_at_cache = impl_->config.max_queued_requests;
-  env->faults.fail_attempts = impl_->config.fault_fail_attempts;
-  env->faults.hang_attempts = impl_->config.fault_hang_attempts;
+  env->faults = impl_->faults;
 
   auto state = std::make_shared<RunHandle::State>();
   state->plan = shared_plan;
-  state->callback = std::move(on_event);
+  state->callback = std::move(options.on_event);
   state->start = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(impl_->mu);

@@ -73,6 +73,7 @@ struct Runtime::Impl {
   std::vector<std::weak_ptr<RunHandle::State>> runs;
   std::vector<std::weak_ptr<GenerationHandle::State>> generations;
   std::uint64_t next_run = 1;
+  actors::FaultInjection faults;  // copied into each run started later (tests only)
 
   void shutdown();
 };

@@ -59,8 +59,8 @@ struct Figures {
 Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, const std::string& base_dir) {
   auto runtime = Runtime::create(config);
   if (!runtime) return std::unexpected(runtime.error());
-  auto handle = (*runtime)->start(workflow_json(num_agents, max_tokens), {}, {}, true, std::nullopt,
-                                 DocumentAccess::local_to(base_dir));
+  auto handle = (*runtime)->start(workflow_json(num_agents, max_tokens),
+                                 {.workflow_is_text = true, .documents = DocumentAccess::local_to(base_dir)});
   if (!handle) return std::unexpected(handle.error());
   const RunResult run = handle->wait();
   if (run.status != "ok") return fail(ErrorCode::failed, "benchmark run failed: " + run.error);

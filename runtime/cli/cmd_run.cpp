@@ -98,9 +98,9 @@ int run_workflows(const RunOptions& o) {
   ProgressLine progress(!o.json && isatty(STDERR_FILENO));
   std::vector<RunHandle> handles;
   for (std::size_t i = 0; i < o.workflows.size(); ++i) {
-    auto handle = (*runtime)->start(o.workflows[i], (*routed)[i], [&progress](const Event& e) {
-      progress.tracker().on_event(e, ProgressClock::now());
-    });
+    auto handle = (*runtime)->start(o.workflows[i], {.inputs = (*routed)[i], .on_event = [&progress](const Event& e) {
+                                                       progress.tracker().on_event(e, ProgressClock::now());
+                                                     }});
     if (!handle) {
       for (RunHandle& h : handles) h.cancel();
       for (RunHandle& h : handles) h.wait();

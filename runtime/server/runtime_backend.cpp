@@ -76,7 +76,11 @@ class RuntimeBackend final : public Backend {
                                                 const std::map<std::string, std::string>& inputs,
                                                 EventCallback on_event, const std::string& tenant,
                                                 const DocumentAccess& documents) override {
-    auto handle = runtime_.start(workflow_json, inputs, std::move(on_event), /*is_text=*/true, tenant, documents);
+    auto handle = runtime_.start(workflow_json, {.inputs = inputs,
+                                                 .on_event = std::move(on_event),
+                                                 .workflow_is_text = true,
+                                                 .tenant = tenant,
+                                                 .documents = documents});
     if (!handle) return std::unexpected(handle.error());
     return std::make_shared<RuntimeRun>(std::move(*handle));
   }

@@ -157,7 +157,7 @@ TEST(Generate, RuntimeDestructorCancelsWhatIsRunning) {
   req.sampling.max_tokens = 2000;
   auto g = rt->start_generate(req);
   ASSERT_TRUE(g);
-  auto run = rt->start(team_workflow("bye", long_system("rivers", 3), 2, 400), {}, {}, true);
+  auto run = rt->start(team_workflow("bye", long_system("rivers", 3), 2, 400), {.workflow_is_text = true});
   ASSERT_TRUE(run);
   rt.reset();  // must not hang
   EXPECT_EQ(g->wait().finish_reason, "cancelled");

@@ -127,8 +127,8 @@ TEST(RuntimeRetention, AHandleWhoseCallbackOwnsItIsFreedWhenTheRunEnds) {
   auto sentinel = std::make_shared<int>(0);
   std::weak_ptr<int> watch = sentinel;
   auto holder = std::make_shared<std::optional<RunHandle>>();
-  auto handle = runtime->start(R"({"name":"one","agents":[{"id":"a","task":"Hi","generation":{"max_tokens":1}}]})", {},
-                               [holder, sentinel](const Event&) {}, true);
+  auto handle = runtime->start(R"({"name":"one","agents":[{"id":"a","task":"Hi","generation":{"max_tokens":1}}]})",
+                               {.on_event = [holder, sentinel](const Event&) {}, .workflow_is_text = true});
   ASSERT_TRUE(handle.has_value()) << handle.error().describe();
   *holder = *handle;  // the cycle: state -> callback -> holder -> handle -> state
   sentinel.reset();

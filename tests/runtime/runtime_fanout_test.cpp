@@ -26,13 +26,15 @@ TEST(RuntimeFanOut, AThousandAgentsCompleteWithinTheRunsWindow) {
   ASSERT_TRUE(rt);
   std::mutex mu;
   int most_at_scheduler = 0;  // live + queued sequences seen in any event's snapshot
-  auto h = rt->start(wide_workflow(1000, "wide"), {},
-                     [&](const Event& e) {
-                       if (e.kind != Event::Kind::agent_finished) return;
-                       std::lock_guard lock(mu);
-                       most_at_scheduler = std::max(most_at_scheduler, e.cache.live_sequences + e.cache.queued_requests);
-                     },
-                     true);
+  auto h = rt->start(wide_workflow(1000, "wide"),
+                     {.on_event =
+                          [&](const Event& e) {
+                            if (e.kind != Event::Kind::agent_finished) return;
+                            std::lock_guard lock(mu);
+                            most_at_scheduler =
+                                std::max(most_at_scheduler, e.cache.live_sequences + e.cache.queued_requests);
+                          },
+                      .workflow_is_text = true});
   ASSERT_TRUE(h) << h.error().describe();
   const RunResult r = h->wait();
   ASSERT_EQ(r.status, "ok") << r.error;

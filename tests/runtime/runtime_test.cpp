@@ -118,7 +118,7 @@ TEST_F(RuntimeRun, TenantsShareWithinAndNeverAcross) {
 }
 
 TEST_F(RuntimeRun, InvalidWorkflowIsAnErrorWithDiagnostics) {
-  auto h = rt_->start(R"({"name": "x", "agents": [{"id": "a", "task": "{{inputs.nope}}"}]})", {}, {}, true);
+  auto h = rt_->start(R"({"name": "x", "agents": [{"id": "a", "task": "{{inputs.nope}}"}]})", {.workflow_is_text = true});
   ASSERT_FALSE(h);
   EXPECT_EQ(h.error().code, ErrorCode::invalid_argument);
   EXPECT_NE(h.error().message.find("nope"), std::string::npos) << h.error().message;
@@ -129,12 +129,12 @@ TEST_F(RuntimeRun, InvalidWorkflowIsAnErrorWithDiagnostics) {
 TEST_F(RuntimeRun, EventsArriveInOrderWithCacheSnapshots) {
   std::mutex mu;
   std::vector<Event> events;
-  auto h = rt_->start(team_workflow("events", long_system("rivers", 4), 2, 4), {},
-                      [&](const Event& e) {
-                        std::lock_guard lock(mu);
-                        events.push_back(e);
-                      },
-                      true);
+  auto h = rt_->start(team_workflow("events", long_system("rivers", 4), 2, 4), {.on_event =
+                                                                             [&](const Event& e) {
+                                                                               std::lock_guard lock(mu);
+                                                                               events.push_back(e);
+                                                                             },
+                                                                         .workflow_is_text = true});
   ASSERT_TRUE(h);
   const auto r = h->wait();
   ASSERT_EQ(r.status, "ok") << to_json(r);

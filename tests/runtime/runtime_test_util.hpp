@@ -56,7 +56,10 @@ inline std::unique_ptr<Runtime> make_runtime(RuntimeConfig c = small_config()) {
 
 inline RunResult run_text(Runtime& rt, const std::string& text, const std::map<std::string, std::string>& inputs = {},
                           std::optional<std::string> tenant = std::nullopt) {
-  auto h = rt.start(text, inputs, {}, true, tenant, DocumentAccess::local_to(kExamples));
+  auto h = rt.start(text, {.inputs = inputs,
+                           .workflow_is_text = true,
+                           .tenant = tenant,
+                           .documents = DocumentAccess::local_to(kExamples)});
   EXPECT_TRUE(h) << (h ? "" : h.error().describe());
   if (!h) return {};
   return h->wait();

@@ -5,6 +5,7 @@
 
 #include <future>
 
+#include "fault_injection.hpp"
 #include "runtime_test_util.hpp"
 
 namespace arbor::testing {
@@ -12,15 +13,14 @@ namespace {
 
 const std::map<std::string, std::string> kThree = {{"topics", R"(["rivers","mountains","deserts"])"}};
 
-RuntimeConfig with_faults(std::map<std::string, int> fail, std::map<std::string, int> hang = {}) {
-  auto c = small_config();
-  c.fault_fail_attempts = std::move(fail);
-  c.fault_hang_attempts = std::move(hang);
-  return c;
+std::unique_ptr<Runtime> runtime_with_faults(std::map<std::string, int> fail, std::map<std::string, int> hang = {}) {
+  auto rt = make_runtime();
+  if (rt) RuntimeTestAccess::inject_faults(*rt, std::move(fail), std::move(hang));
+  return rt;
 }
 
 TEST(Supervision, InjectedFailureIsRetriedAndTheRunSucceeds) {
-  auto rt = make_runtime(with_faults({{"worker[1]", 1}}));
+  auto rt = runtime_with_faults({{"worker[1]", 1}});
   ASSERT_TRUE(rt);
   const auto r = run_text(*rt, team_workflow("retry", long_system("rivers", 3), 3, 4, R"({"max_retries": 1})"));
   ASSERT_EQ(r.status, "ok") << to_json(r);
@@ -31,7 +31,7 @@ TEST(Supervision, InjectedFailureIsRetriedAndTheRunSucceeds) {
 }
 
 TEST(Supervision, PastMaxRetriesTheRunFailsNamingTheAgent) {
-  auto rt = make_runtime(with_faults({{"worker[2]", 5}}));
+  auto rt = runtime_with_faults({{"worker[2]", 5}});
   ASSERT_TRUE(rt);
   const auto r = run_text(*rt, team_workflow("fail", long_system("rivers", 3), 3, 4, R"({"max_retries": 2})"));
   EXPECT_EQ(r.status, "failed");
@@ -45,7 +45,7 @@ TEST(Supervision, PastMaxRetriesTheRunFailsNamingTheAgent) {
 }
 
 TEST(Supervision, TimeoutFailsCleanly) {
-  auto rt = make_runtime(with_faults({}, {{"worker[0]", 9}}));
+  auto rt = runtime_with_faults({}, {{"worker[0]", 9}});
   ASSERT_TRUE(rt);
   // Only the workers have the short timeout; the boss's covers its children's retries.
   auto wf = nlohmann::json::parse(team_workflow("timeout", long_system("rivers", 3), 1, 4, R"({"max_retries": 1})"));
@@ -77,11 +77,13 @@ TEST(Supervision, CancellationStopsGeneration) {
   ASSERT_TRUE(rt);
   std::promise<void> first_token;
   std::atomic<bool> seen{false};
-  auto h = rt->start(team_workflow("cancel", long_system("rivers", 3), 3, 400), kThree,
-                     [&](const Event& e) {
-                       if (e.kind == Event::Kind::token && !seen.exchange(true)) first_token.set_value();
-                     },
-                     true);
+  auto h = rt->start(team_workflow("cancel", long_system("rivers", 3), 3, 400),
+                     {.inputs = kThree,
+                      .on_event =
+                          [&](const Event& e) {
+                            if (e.kind == Event::Kind::token && !seen.exchange(true)) first_token.set_value();
+                          },
+                      .workflow_is_text = true});
   ASSERT_TRUE(h);
   first_token.get_future().wait();
   h->cancel();

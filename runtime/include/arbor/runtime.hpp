@@ -62,11 +62,6 @@ struct RuntimeConfig {
   // Tenants are admitted in turn (round-robin), whatever their queue lengths.
   std::size_t max_queued_requests = 256;
   std::map<std::string, TenantOptions> tenants;  // unknown tenants get defaults on first use
-  // Testing only (fault injection): agent instance id ("researcher[2]") -> the number of
-  // its first attempts that fail at once ("injected fault"), or that never answer and so
-  // end by their timeout_ms. Empty in normal use.
-  std::map<std::string, int> fault_fail_attempts;
-  std::map<std::string, int> fault_hang_attempts;
 };
 
 struct ChatMessage {
@@ -201,6 +196,19 @@ class GenerationHandle {
   std::shared_ptr<State> state_;
 };
 
+// How Runtime::start runs a workflow; every field has a default.
+struct RunOptions {
+  std::map<std::string, std::string> inputs;  // input values, as `--input NAME=VALUE` gives them
+  EventCallback on_event;                     // lifecycle and token events, on runtime threads
+  bool workflow_is_text = false;              // the workflow argument is JSON text, not a file path
+  // Replaces the workflow's own tenant (the server sets it from the API key, never from
+  // the request body).
+  std::optional<std::string> tenant;
+  // The prefix document files a workflow given as text may read (a file path reads
+  // relative to its own folder).
+  DocumentAccess documents = DocumentAccess::local_to(".");
+};
+
 class Runtime {
  public:
   // Loads the model and starts the actor system. Errors: the model (not_found,
@@ -214,14 +222,9 @@ class Runtime {
   // invalid workflow; otherwise the result (status "failed" if an agent failed).
   Result<RunResult> run(const std::string& workflow_path,
                         const std::map<std::string, std::string>& inputs = {});
-  // Starts a workflow (file path, or JSON text when `is_text`) and returns at once.
-  // `tenant_override`, when set, replaces the workflow's tenant (the server sets it
-  // from the API key, never from the request body). `documents` says which prefix
-  // files a workflow given as text may read (a file path reads relative to its folder).
-  Result<RunHandle> start(const std::string& workflow, const std::map<std::string, std::string>& inputs,
-                          EventCallback on_event = {}, bool is_text = false,
-                          std::optional<std::string> tenant_override = std::nullopt,
-                          const DocumentAccess& documents = DocumentAccess::local_to("."));
+  // Starts a workflow (a file path, or JSON text with options.workflow_is_text) and
+  // returns at once; errors as run() gives them.
+  Result<RunHandle> start(const std::string& workflow, RunOptions options = {});
 
   // One-shot generation through the same cache actor.
   Result<GenerateResult> generate(const GenerateRequest& request);
@@ -251,6 +254,7 @@ class Runtime {
   struct Impl;
 
  private:
+  friend struct RuntimeTestAccess;  // tests only: fault injection (tests/runtime/fault_injection.hpp)
   explicit Runtime(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
