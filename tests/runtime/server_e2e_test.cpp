@@ -5,6 +5,7 @@
 #include <future>
 
 #include "runtime/server/server.hpp"
+#include "real_server_fixture.hpp"
 #include "runtime_test_util.hpp"
 #include "server_test_util.hpp"
 
@@ -21,33 +22,17 @@ const std::string kSystem =
     "electronics. Answer every question in one short sentence, using plain words, and "
     "never add a greeting or a closing remark.";
 
-class ServerE2E : public ::testing::Test {
+class ServerE2E : public RealServerTest<ServerE2E> {
  protected:
-  static void SetUpTestSuite() {
-    RuntimeConfig rc = arbor::testing::small_config();
-    auto runtime = Runtime::create(rc);
-    ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
-    runtime_ = std::move(*runtime).release();
-    backend_ = make_runtime_backend(*runtime_).release();
-  }
-  static void TearDownTestSuite() {
-    delete backend_;
-    delete runtime_;
-  }
   void SetUp() override { start(4); }
   void start(int max_inflight) {
-    server_.reset();
     auto c = parse_server_config(std::string(R"({"port":0,"admin_key":")") + kAdmin + R"(","keys":{")" + kAlpha +
                                  R"(":"alpha",")" + kBeta + R"(":"beta"},"limits":{"max_tokens":256,"max_inflight":)" +
                                  std::to_string(max_inflight) + R"(}})");
     ASSERT_TRUE(c.has_value()) << c.error().message;
     c->workflow_dir = arbor::testing::kExamples;
-    auto s = Server::start(*c, *backend_);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    server_ = std::move(*s);
-    port_ = server_->port();
+    start_server(*c);
   }
-  void TearDown() override { server_.reset(); }
 
   Reply chat(const std::string& key, const std::string& user, int max_tokens = 8, bool stream = false,
              const std::string& system = kSystem) {
@@ -57,13 +42,7 @@ class ServerE2E : public ::testing::Test {
     return request(port_, "GET", "/v1/cache/stats", "", kAdmin).json()["global"]["pages_locked"].get<int>();
   }
 
-  static Runtime* runtime_;
-  static Backend* backend_;
-  std::unique_ptr<Server> server_;
-  int port_ = 0;
 };
-Runtime* ServerE2E::runtime_ = nullptr;
-Backend* ServerE2E::backend_ = nullptr;
 
 TEST_F(ServerE2E, HealthAndModelsNameTheModel) {
   EXPECT_EQ(request(port_, "GET", "/health").status, 200);
@@ -231,11 +210,8 @@ TEST_F(ServerE2E, DeleteCancelsARunAndFreesItsPages) {
 
 TEST_F(ServerE2E, StopCancelsStreamsWhichStillEndCleanly) {
   auto config = parse_server_config(R"({"port":0,"limits":{"drain_seconds":0}})");
-  server_.reset();
-  auto s = Server::start(*config, *backend_);
-  ASSERT_TRUE(s.has_value());
-  server_ = std::move(*s);
-  port_ = server_->port();
+  ASSERT_TRUE(config.has_value());
+  start_server(*config);
   auto held = std::async(std::launch::async, [&] { return chat("", "Tell me a long story.", 256, true); });
   ASSERT_TRUE(eventually([&] { return server_->api().inflight() == 1; }));
   server_->stop();

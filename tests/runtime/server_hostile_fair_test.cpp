@@ -8,6 +8,7 @@
 
 #include "runtime/server/admission.hpp"
 #include "runtime/server/server.hpp"
+#include "real_server_fixture.hpp"
 #include "runtime_test_util.hpp"
 #include "server_test_util.hpp"
 
@@ -107,49 +108,26 @@ TEST(ServerHostileSlots, SlotsReleaseOnceAndMaySafelyOutliveTheServer) {
 }
 
 // The real runtime behind the server.
-class ServerHostileFair : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+class ServerHostileFair : public RealServerTest<ServerHostileFair> {
+ public:
+  static RuntimeConfig runtime_config() {
     RuntimeConfig rc = arbor::testing::small_config();
     rc.kv_memory_mb = 128;
     rc.page_size = 1;  // siblings with equal prompts then compute one token each (fast big fan-outs)
     rc.max_queued_requests = 64;  // per tenant queue bound, and each run's window
-    auto runtime = Runtime::create(rc);
-    ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
-    runtime_ = std::move(*runtime).release();
-    backend_ = make_runtime_backend(*runtime_).release();
+    return rc;
   }
-  static void TearDownTestSuite() {
-    delete backend_;
-    delete runtime_;
-  }
-  void SetUp() override {
-    auto s = Server::start(two_tenants(), *backend_);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    server_ = std::move(*s);
-    port_ = server_->port();
-  }
-  void TearDown() override { server_.reset(); }
+
+ protected:
+  void SetUp() override { start_server(two_tenants()); }
 
   // In-flight work, server and cache, back to idle.
   void expect_idle() {
-    EXPECT_TRUE(eventually([&] { return server_->api().inflight() == 0; }));
+    RealServerTest::expect_idle(kAdmin);
     EXPECT_EQ(health_inflight(port_), 0);
-    auto stats = request(port_, "GET", "/v1/cache/stats", "", kAdmin).json();
-    EXPECT_EQ(stats["server"]["inflight"], 0);
-    EXPECT_EQ(stats["global"]["pages_locked"], 0);
-    EXPECT_EQ(stats["global"]["live_sequences"], 0);
-    EXPECT_EQ(stats["global"]["queued_requests"], 0);
-    EXPECT_EQ(runtime_->check_invariants(), "");
   }
 
-  static Runtime* runtime_;
-  static Backend* backend_;
-  std::unique_ptr<Server> server_;
-  int port_ = 0;
 };
-Runtime* ServerHostileFair::runtime_ = nullptr;
-Backend* ServerHostileFair::backend_ = nullptr;
 
 // A workflow whose text overflows a double fails inside the runtime's loader, after
 // admission: 70 of them (> max_inflight) must not lock the server.

@@ -16,6 +16,7 @@
 #include <future>
 
 #include "runtime/server/server.hpp"
+#include "real_server_fixture.hpp"
 #include "runtime_test_util.hpp"
 #include "server_test_util.hpp"
 
@@ -93,18 +94,8 @@ class Client {
 
 std::string content(const Reply& r) { return r.json()["choices"][0]["message"]["content"].get<std::string>(); }
 
-class ServerHostileHttp : public ::testing::Test {
+class ServerHostileHttp : public RealServerTest<ServerHostileHttp> {
  protected:
-  static void SetUpTestSuite() {
-    auto runtime = Runtime::create(arbor::testing::small_config());
-    ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
-    runtime_ = std::move(*runtime).release();
-    real_ = make_runtime_backend(*runtime_).release();
-  }
-  static void TearDownTestSuite() {
-    delete real_;
-    delete runtime_;
-  }
   void TearDown() override {
     fake_.release_all();
     server_.reset();
@@ -112,10 +103,7 @@ class ServerHostileHttp : public ::testing::Test {
   void start(Backend& backend, double drain_seconds = 5) {
     auto config = parse_server_config(R"({"port":0,"limits":{"drain_seconds":)" + std::to_string(drain_seconds) + "}}");
     ASSERT_TRUE(config.has_value()) << config.error().message;
-    auto s = Server::start(*config, backend);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    server_ = std::move(*s);
-    port_ = server_->port();
+    start_server(*config, &backend);
   }
   int pages_locked() {
     return request(port_, "GET", "/v1/cache/stats").json()["global"]["pages_locked"].get<int>();
@@ -132,14 +120,8 @@ class ServerHostileHttp : public ::testing::Test {
     EXPECT_EQ(runtime_->check_invariants(), "");
   }
 
-  static Runtime* runtime_;
-  static Backend* real_;
-  FakeBackend fake_;  // declared before server_: the server goes first
-  std::unique_ptr<Server> server_;
-  int port_ = 0;
+  FakeBackend fake_;  // outlives the server: TearDown stops the server first
 };
-Runtime* ServerHostileHttp::runtime_ = nullptr;
-Backend* ServerHostileHttp::real_ = nullptr;
 
 // ---- Pipelining -------------------------------------------------------------------
 
@@ -204,7 +186,7 @@ TEST_F(ServerHostileHttp, AStrayEmptyLineDuringAGenerationIsIgnored) {
 }
 
 TEST_F(ServerHostileHttp, PipelinedGenerationsOnTheRealModelLeaveTheCacheIdle) {
-  start(*real_);
+  start(*backend_);
   const std::string question = "Name one use of a transistor.";
   Client c(port_);
   c.send(chat(question, 8, false) + "\r\n" + chat(question, 8, true) + "\r\n" +
@@ -260,7 +242,7 @@ TEST_F(ServerHostileHttp, HalfCloseDuringAStreamGetsTheRestOfIt) {
 }
 
 TEST_F(ServerHostileHttp, HalfCloseOnTheRealModelGetsTheAnswer) {
-  start(*real_);
+  start(*backend_);
   Client c(port_);
   c.send(chat("Name one use of a transistor.", 8, false));
   c.half_close();
@@ -300,7 +282,7 @@ TEST_F(ServerHostileHttp, HangUpOrResetStillCancelsTheGeneration) {
 // ---- Streams that cannot start, streams cut by shutdown ---------------------------
 
 TEST_F(ServerHostileHttp, OverLongPromptIsRefusedBeforeAStreamStarts) {
-  start(*real_);
+  start(*backend_);
   std::string user;
   while (user.size() < 6 * runtime_->context_length()) user += "hello ";  // a token per word
   const Reply whole = request(port_, "POST", "/v1/chat/completions", chat_body("", user, 16, false));

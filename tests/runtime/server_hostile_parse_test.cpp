@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "runtime/server/server.hpp"
+#include "real_server_fixture.hpp"
 #include "runtime_test_util.hpp"
 #include "server_test_util.hpp"
 
@@ -22,18 +23,8 @@ constexpr const char* kAlpha = "hostile-key-alpha-1";
 constexpr const char* kAdmin = "hostile-key-admin-2";
 constexpr int kMaxInflight = 4;
 
-class ServerHostileParse : public ::testing::Test {
+class ServerHostileParse : public RealServerTest<ServerHostileParse> {
  protected:
-  static void SetUpTestSuite() {
-    auto runtime = Runtime::create(arbor::testing::small_config());
-    ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
-    runtime_ = std::move(*runtime).release();
-    backend_ = make_runtime_backend(*runtime_).release();
-  }
-  static void TearDownTestSuite() {
-    delete backend_;
-    delete runtime_;
-  }
   void SetUp() override {
     root_ = fs::path(ARBOR_BINARY_DIR) / "server_hostile_parse";
     fs::remove_all(root_);
@@ -60,22 +51,11 @@ class ServerHostileParse : public ::testing::Test {
     std::ofstream(config_path_) << c.dump();
     auto config = load_server_config(config_path_);
     ASSERT_TRUE(config.has_value()) << config.error().message;
-    auto s = Server::start(*config, *backend_);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    server_ = std::move(*s);
-    port_ = server_->port();
+    start_server(*config);
   }
   void start() { start(served_.string(), root_); }
 
-  // No slot, page, sequence or queued request is left behind.
-  void expect_idle() {
-    EXPECT_TRUE(eventually([&] { return server_->api().inflight() == 0; })) << server_->api().inflight();
-    const auto stats = request(port_, "GET", "/v1/cache/stats", "", kAdmin).json();
-    EXPECT_EQ(stats["server"]["inflight"], 0);
-    EXPECT_EQ(stats["global"]["pages_locked"], 0);
-    EXPECT_EQ(stats["global"]["live_sequences"], 0);
-    EXPECT_EQ(stats["global"]["queued_requests"], 0);
-  }
+  void expect_idle() { RealServerTest::expect_idle(kAdmin); }
   // A 400 with this code whose message contains `part` and no library text; then idle.
   std::string expect_400(const Reply& r, const std::string& code, const std::string& part) {
     EXPECT_EQ(r.status, 400) << r.body.substr(0, 400);
@@ -103,15 +83,9 @@ class ServerHostileParse : public ::testing::Test {
     return {{"workflow", wf}};
   }
 
-  static Runtime* runtime_;
-  static Backend* backend_;
   fs::path root_, served_;
   std::string config_path_;
-  std::unique_ptr<Server> server_;
-  int port_ = 0;
 };
-Runtime* ServerHostileParse::runtime_ = nullptr;
-Backend* ServerHostileParse::backend_ = nullptr;
 
 TEST_F(ServerHostileParse, OverflowingNumberInWorkflowTextNeverLocksTheServerOut) {
   start();

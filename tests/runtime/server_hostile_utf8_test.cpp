@@ -13,6 +13,7 @@
 
 #include "model/unicode.hpp"
 #include "runtime/server/server.hpp"
+#include "real_server_fixture.hpp"
 #include "runtime_test_util.hpp"
 #include "server_test_util.hpp"
 
@@ -29,43 +30,15 @@ bool ends_with_replacement(const std::string& s) {
          s.compare(s.size() - kReplacement.size(), kReplacement.size(), kReplacement) == 0;
 }
 
-class ServerHostileUtf8 : public ::testing::Test {
+class ServerHostileUtf8 : public RealServerTest<ServerHostileUtf8> {
  protected:
-  static void SetUpTestSuite() {
-    auto runtime = Runtime::create(arbor::testing::small_config());
-    ASSERT_TRUE(runtime.has_value()) << runtime.error().describe();
-    runtime_ = std::move(*runtime).release();
-    backend_ = make_runtime_backend(*runtime_).release();
-  }
-  static void TearDownTestSuite() {
-    delete backend_;
-    delete runtime_;
-  }
   void SetUp() override {
     auto c = parse_server_config(R"({"port":0})");
     ASSERT_TRUE(c.has_value()) << c.error().message;
-    auto s = Server::start(*c, *backend_);
-    ASSERT_TRUE(s.has_value()) << s.error().message;
-    server_ = std::move(*s);
-    port_ = server_->port();
-  }
-  void TearDown() override { server_.reset(); }
-
-  // Back to idle: no slot, page or sequence left behind.
-  void expect_idle() {
-    EXPECT_TRUE(eventually([&] { return server_->api().inflight() == 0; }));
-    auto stats = request(port_, "GET", "/v1/cache/stats").json();
-    EXPECT_EQ(stats["global"]["pages_locked"], 0) << stats.dump();
-    EXPECT_EQ(stats["global"]["live_sequences"], 0) << stats.dump();
+    start_server(*c);
   }
 
-  static Runtime* runtime_;
-  static Backend* backend_;
-  std::unique_ptr<Server> server_;
-  int port_ = 0;
 };
-Runtime* ServerHostileUtf8::runtime_ = nullptr;
-Backend* ServerHostileUtf8::backend_ = nullptr;
 
 TEST_F(ServerHostileUtf8, RunCutMidCharacterAnswersValidUtf8) {
   nlohmann::json body;
