@@ -3,6 +3,8 @@
 
 #include <ctime>
 
+#include "runtime/server/route_table.hpp"
+
 namespace arbor::server {
 namespace {
 
@@ -30,25 +32,6 @@ bool same_secret(const std::string& a, const std::string& b) {
   unsigned diff = a.size() != b.size();
   for (std::size_t i = 0; i < a.size(); ++i) diff |= unsigned(a[i]) ^ unsigned(i < b.size() ? b[i] : 0);
   return diff == 0;
-}
-
-// A run id as the runtime makes them: short, [A-Za-z0-9_-.].
-bool plausible_id(const std::string& id) {
-  if (id.empty() || id.size() > 128) return false;
-  for (char c : id)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
-  return true;
-}
-
-bool method_allowed(const std::string& allowed, const std::string& method) {
-  std::size_t pos = 0;
-  while (pos < allowed.size()) {
-    auto comma = allowed.find(", ", pos);
-    if (comma == std::string::npos) comma = allowed.size();
-    if (allowed.compare(pos, comma - pos, method) == 0 && comma - pos == method.size()) return true;
-    pos = comma + 2;
-  }
-  return false;
 }
 
 }  // namespace
@@ -94,68 +77,74 @@ void Api::reply_error(const ExchangePtr& ex, const std::string& tenant, const st
   reply(ex, tenant, route, std::move(r));
 }
 
+// One request as a handler sees it: `p` is the caller (for a route that needs no key,
+// the default tenant as admin) and `id` the path's {id}, if its pattern has one.
+struct Api::Call {
+  const HttpRequest& req;
+  const ExchangePtr& ex;
+  const Principal& p;
+  const std::string& id;
+};
+
+// METHOD pattern -> handler. The pattern is the route's metrics label; a route that
+// needs no key is answered before authentication.
+struct Api::Route {
+  std::string_view method;
+  std::string_view pattern;
+  bool needs_key;
+  void (*handler)(Api& api, const Call& call);
+};
+
+const Api::Route Api::kRoutes[] = {
+    {"GET", "/", false, [](Api& a, const Call& c) { a.dashboard(c.ex); }},
+    {"GET", "/health", false, [](Api& a, const Call& c) { a.health(c.ex); }},
+    {"GET", "/metrics", true, [](Api& a, const Call& c) { a.prometheus(c.ex, c.p); }},
+    {"GET", "/v1/models", true, [](Api& a, const Call& c) { a.models(c.ex, c.p); }},
+    {"POST", "/v1/chat/completions", true, [](Api& a, const Call& c) { a.completions(c.req, c.ex, c.p, true); }},
+    {"POST", "/v1/completions", true, [](Api& a, const Call& c) { a.completions(c.req, c.ex, c.p, false); }},
+    {"GET", "/v1/runs", true, [](Api& a, const Call& c) { a.list_runs(c.ex, c.p); }},
+    {"POST", "/v1/runs", true, [](Api& a, const Call& c) { a.start_run(c.req, c.ex, c.p); }},
+    {"GET", "/v1/runs/{id}", true, [](Api& a, const Call& c) { a.run_request(c.req, c.ex, c.p, c.id, false); }},
+    {"DELETE", "/v1/runs/{id}", true, [](Api& a, const Call& c) { a.run_request(c.req, c.ex, c.p, c.id, false); }},
+    {"GET", "/v1/runs/{id}/events", true, [](Api& a, const Call& c) { a.run_request(c.req, c.ex, c.p, c.id, true); }},
+    {"GET", "/v1/cache/stats", true, [](Api& a, const Call& c) { a.cache_stats(c.ex, c.p); }},
+    {"GET", "/v1/cache/tree", true, [](Api& a, const Call& c) { a.cache_tree(c.req, c.ex, c.p); }},
+};
+
 void Api::handle(const HttpRequest& req, const ExchangePtr& ex) {
-  const auto [path, query] = split_target(req.target);
-  // Route: a pattern name (the metrics label), the methods it takes, and whether it needs a key.
-  std::string route, allowed, run_id;
-  bool events = false;
-  if (path == "/") route = "/", allowed = "GET";
-  else if (path == "/health") route = "/health", allowed = "GET";
-  else if (path == "/metrics") route = "/metrics", allowed = "GET";
-  else if (path == "/v1/models") route = "/v1/models", allowed = "GET";
-  else if (path == "/v1/chat/completions") route = "/v1/chat/completions", allowed = "POST";
-  else if (path == "/v1/completions") route = "/v1/completions", allowed = "POST";
-  else if (path == "/v1/runs") route = "/v1/runs", allowed = "GET, POST";
-  else if (path == "/v1/cache/stats") route = "/v1/cache/stats", allowed = "GET";
-  else if (path == "/v1/cache/tree") route = "/v1/cache/tree", allowed = "GET";
-  else if (path.rfind("/v1/runs/", 0) == 0) {
-    std::string rest = path.substr(9);
-    if (rest.size() > 7 && rest.ends_with("/events")) {
-      rest.resize(rest.size() - 7);
-      events = true;
-    }
-    if (plausible_id(rest)) {
-      run_id = rest;
-      route = events ? "/v1/runs/{id}/events" : "/v1/runs/{id}";
-      allowed = events ? "GET" : "GET, DELETE";
-    }
-  }
-  if (route.empty()) {
+  const std::string path = split_target(req.target).first;
+  const auto found = find_route(kRoutes, req.method, path);
+  if (found.pattern.empty()) {
     // Only the path's shape is echoed, bounded, never the query.
     return reply_error(ex, "", "other", not_found("no endpoint at '" + path.substr(0, 200) +
                                                   "'; see GET /v1/models, POST /v1/chat/completions, POST /v1/runs"));
   }
-  if (!method_allowed(allowed, req.method)) {
-    ApiError e = method_not_allowed(req.method.substr(0, 16), allowed);
+  if (!found.route) {
     HttpReply r;
     r.status = 405;
-    r.body = error_body(e);
-    r.headers.emplace_back("Allow", allowed);
-    return reply(ex, "", route, std::move(r));
+    r.body = error_body(method_not_allowed(req.method.substr(0, 16), found.allowed));
+    r.headers.emplace_back("Allow", found.allowed);
+    return reply(ex, "", found.pattern, std::move(r));
   }
-  if (route == "/") {
-    HttpReply r;
-    r.content_type = "text/html; charset=utf-8";
-    r.body = dashboard_html();
-    return reply(ex, "", route, std::move(r));
+  if (!found.route->needs_key) {
+    const Principal nobody{config_.default_tenant, false};
+    return found.route->handler(*this, Call{req, ex, nobody, found.id});
   }
-  if (route == "/health") return health(ex);
   const auto principal = authenticate(req);
   if (!principal) {
-    return reply_error(ex, "", route,
+    return reply_error(ex, "", found.pattern,
                        unauthorized(req.authorization.empty()
                                         ? "missing API key; send 'Authorization: Bearer <key>'"
                                         : "unknown API key; check the key (keys are listed in the server config)"));
   }
-  const Principal& p = *principal;
-  if (route == "/metrics") return prometheus(ex, p);
-  if (route == "/v1/models") return models(ex, p);
-  if (route == "/v1/chat/completions") return completions(req, ex, p, true);
-  if (route == "/v1/completions") return completions(req, ex, p, false);
-  if (route == "/v1/runs") return req.method == "POST" ? start_run(req, ex, p) : list_runs(ex, p);
-  if (route == "/v1/cache/stats") return cache_stats(ex, p);
-  if (route == "/v1/cache/tree") return cache_tree(req, ex, p);
-  return run_request(req, ex, p, run_id, events);
+  found.route->handler(*this, Call{req, ex, *principal, found.id});
+}
+
+void Api::dashboard(const ExchangePtr& ex) {
+  HttpReply r;
+  r.content_type = "text/html; charset=utf-8";
+  r.body = dashboard_html();
+  reply(ex, "", "/", std::move(r));
 }
 
 int Api::inflight() const { return admission_.inflight(); }

@@ -60,7 +60,9 @@ class Api {
 
  private:
   using ExchangePtr = std::shared_ptr<Exchange>;
+  struct Call;
   struct Route;
+  static const Route kRoutes[];  // METHOD pattern -> handler (api.cpp)
 
   std::optional<Principal> authenticate(const HttpRequest& request) const;
   void reply(const ExchangePtr& ex, const std::string& tenant, const std::string& route, HttpReply r);
@@ -68,6 +70,7 @@ class Api {
                   const std::string& body);
   void reply_error(const ExchangePtr& ex, const std::string& tenant, const std::string& route, const ApiError& e);
 
+  void dashboard(const ExchangePtr& ex);
   void health(const ExchangePtr& ex);
   void models(const ExchangePtr& ex, const Principal& p);
   void completions(const HttpRequest& req, const ExchangePtr& ex, const Principal& p, bool chat);
