@@ -16,24 +16,13 @@
 namespace arbor {
 namespace {
 
-Result<cache::EvictionPolicyKind> eviction_kind(const std::string& name) {
-  if (name == "lru") return cache::EvictionPolicyKind::lru;
-  if (name == "lfu") return cache::EvictionPolicyKind::lfu;
-  if (name == "workflow" || name == "priority") return cache::EvictionPolicyKind::priority;
-  return fail(ErrorCode::invalid_argument,
-              "unknown eviction policy '" + name + "'; use lru, lfu or workflow");
-}
-
-Result<void> check_config(const RuntimeConfig& c) {
-  if (c.page_size <= 0 || c.page_size > 1024)
-    return fail(ErrorCode::invalid_argument, "page_size must be in 1..1024 (got " + std::to_string(c.page_size) + ")");
-  if (c.prefill_chunk <= 0 || c.max_step_tokens <= 0)
-    return fail(ErrorCode::invalid_argument, "prefill_chunk and max_step_tokens must be positive");
-  if (c.num_threads < 0) return fail(ErrorCode::invalid_argument, "num_threads must be >= 0");
-  if (c.precision != "accurate" && c.precision != "fast")
-    return fail(ErrorCode::invalid_argument, "precision must be 'accurate' or 'fast' (got '" + c.precision + "')");
-  if (auto device = model::parse_device(c.device); !device) return std::unexpected(device.error());
-  return {};
+cache::EvictionPolicyKind eviction_kind(Eviction eviction) {
+  switch (eviction) {
+    case Eviction::lru: return cache::EvictionPolicyKind::lru;
+    case Eviction::lfu: return cache::EvictionPolicyKind::lfu;
+    case Eviction::workflow: return cache::EvictionPolicyKind::priority;
+  }
+  return cache::EvictionPolicyKind::lru;
 }
 
 // The engine RuntimeConfig asks for; `info` gets the line Runtime::device_info() returns.
@@ -44,7 +33,7 @@ Result<std::unique_ptr<model::Engine>> make_engine(const RuntimeConfig& c, const
   model::EngineOptions options;
   options.device = *device;
   options.num_threads = c.num_threads;
-  options.precision = c.precision == "fast" ? kernels::MatmulPrecision::fast : kernels::MatmulPrecision::accurate;
+  options.precision = c.precision == Precision::fast ? kernels::MatmulPrecision::fast : kernels::MatmulPrecision::accurate;
   auto engine = model::make_engine(m, options);
   if (!engine) return std::unexpected(engine.error());
   info = (*engine)->describe() + (reason.empty() ? "" : ", " + reason);
@@ -139,8 +128,7 @@ void Runtime::Impl::shutdown() {
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   if (auto ok = check_config(config); !ok) return std::unexpected(ok.error());
-  auto eviction = eviction_kind(config.eviction);
-  if (!eviction) return std::unexpected(eviction.error());
+  if (auto device = model::parse_device(config.device); !device) return std::unexpected(device.error());
   if (config.model_path.empty()) config.model_path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
   auto model = model::Model::load(config.model_path);
   if (!model) return std::unexpected(model.error());
@@ -171,7 +159,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   sc.engine = std::move(*engine);
   sc.page_size = config.page_size;
   sc.num_pages = int(std::min<std::size_t>(num_pages, std::numeric_limits<int>::max()));  // page ids are int
-  sc.eviction = *eviction;
+  sc.eviction = eviction_kind(config.eviction);
   sc.prefix_caching = config.prefix_caching;
   sc.prefill_chunk = config.prefill_chunk;
   sc.max_step_tokens = config.max_step_tokens;

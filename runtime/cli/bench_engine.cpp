@@ -115,7 +115,7 @@ int bench_engine(const BenchEngineOptions& o) {
   cache::KvGeometry geometry;
   std::string device_used, device_info;
   for (const auto& [name, precision] : modes) {
-    if (o.runtime.given(kPrecisionFlag) && config.precision != name) continue;
+    if (o.runtime.given(kPrecisionFlag) && to_string(config.precision) != std::string_view(name)) continue;
     auto engine = model::make_engine(m, {*device, threads, precision});
     if (!engine) return std::fprintf(stderr, "arbor: %s\n", engine.error().describe().c_str()), kExitInvalid;
     device_used = model::device_name((*engine)->device());

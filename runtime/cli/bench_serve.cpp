@@ -307,7 +307,7 @@ int bench_serve(const ServeBenchOptions& o) {
   const std::string system = system_prompt();
   const bool json = o.json;
 
-  nlohmann::json doc = {{"threads", config.num_threads},   {"precision", config.precision},
+  nlohmann::json doc = {{"threads", config.num_threads},   {"precision", to_string(config.precision)},
                         {"max_tokens", max_tokens},        {"system_prompt_chars", system.size()},
                         {"runs", nlohmann::json::array()}};
   if (!json)

@@ -107,7 +107,7 @@ int bench_workflow(const WorkflowOptions& o) {
   const int max_tokens = o.max_tokens;
   const std::string base_dir = find_project_file("workflows/examples");
 
-  nlohmann::json doc = {{"threads", config.num_threads}, {"precision", config.precision}, {"runs", nlohmann::json::array()}};
+  nlohmann::json doc = {{"threads", config.num_threads}, {"precision", to_string(config.precision)}, {"runs", nlohmann::json::array()}};
   if (!o.json)
     std::printf("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s\n", "agents", "cache", "wall_ms", "prompt", "computed",
                 "ideal", "ttft_med", "ttft_max", "decode/s", "speedup");

@@ -7,11 +7,13 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <arbor/config.hpp>
 
 namespace arbor::cli {
 
 // An integer in [min, max].
 CLI::Validator integer_in(long long min, long long max);
+inline CLI::Validator integer_in(SettingRange range) { return integer_in(range.min, range.max); }
 // A finite number in [min, max].
 CLI::Validator number_in(double min, double max);
 // One of `names`.

@@ -24,36 +24,36 @@ void RuntimeOptions::declare(CLI::App& app, unsigned flags) {
   if (flags & kThreadsFlag)
     add(kThreadsFlag, app.add_option("--threads", values_.num_threads, "CPU engine threads (0 = all cores)")
                           ->type_name("N")
-                          ->check(integer_in(0, 4096))
+                          ->check(integer_in(limits::num_threads))
                           ->capture_default_str());
   if (flags & kKvMemFlag)
     add(kKvMemFlag, app.add_option("--kv-mem", values_.kv_memory_mb,
                                    "KV page pool size in MiB, raised when a request does not fit; 0 = automatic: "
                                    "256 on the CPU, on a GPU 90% of the memory left after the weights")
                         ->type_name("MB")
-                        ->check(integer_in(0, 1 << 20))
+                        ->check(integer_in(limits::kv_memory_mb))
                         ->capture_default_str());
   if (flags & kPageSizeFlag)
     add(kPageSizeFlag, app.add_option("--page-size", values_.page_size, "tokens per KV page")
                            ->type_name("N")
-                           ->check(integer_in(1, 1024))
+                           ->check(integer_in(limits::page_size))
                            ->capture_default_str());
   if (flags & kEvictionFlag)
-    add(kEvictionFlag, app.add_option("--eviction", values_.eviction,
+    add(kEvictionFlag, app.add_option("--eviction", eviction_,
                                       "eviction policy: least recently used, least frequently used, or workflow "
                                       "(keeps the prefixes pending agents will read)")
                            ->type_name("POLICY")
-                           ->check(one_of({"lru", "lfu", "workflow"}))
+                           ->check(one_of(eviction_names()))
                            ->capture_default_str());
   if (flags & kNoCacheFlag)
     add(kNoCacheFlag, app.add_flag("--no-cache", no_cache_,
                                    "no prefix reuse: compute every prompt in full (the baseline)"));
   if (flags & kPrecisionFlag)
-    add(kPrecisionFlag, app.add_option("--precision", values_.precision,
+    add(kPrecisionFlag, app.add_option("--precision", precision_,
                                        "activations of the int8 matmuls: accurate (two 8-bit terms) or fast (one "
                                        "term, llama.cpp's scheme, ~2x faster prefill, ~0.2 logits of drift)")
                             ->type_name("MODE")
-                            ->check(one_of({"accurate", "fast"}))
+                            ->check(one_of(precision_names()))
                             ->capture_default_str());
 }
 
@@ -69,9 +69,9 @@ void RuntimeOptions::apply(RuntimeConfig& config) const {
   if (given(kThreadsFlag)) config.num_threads = values_.num_threads;
   if (given(kKvMemFlag)) config.kv_memory_mb = values_.kv_memory_mb;
   if (given(kPageSizeFlag)) config.page_size = values_.page_size;
-  if (given(kEvictionFlag)) config.eviction = values_.eviction;
+  if (given(kEvictionFlag)) config.eviction = *parse_eviction(eviction_);  // one_of checked the name
   if (given(kNoCacheFlag) && no_cache_) config.prefix_caching = false;
-  if (given(kPrecisionFlag)) config.precision = values_.precision;
+  if (given(kPrecisionFlag)) config.precision = *parse_precision(precision_);
 }
 
 void print_device_line(const std::string& command, const Runtime& runtime) {

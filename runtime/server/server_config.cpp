@@ -52,6 +52,21 @@ struct Reader {
     out = obj[key].get<std::string>();
     return true;
   }
+  template <class Int>
+  bool integer(const json& obj, const std::string& at, const char* key, Int& out, SettingRange range) {
+    return integer(obj, at, key, out, range.min, range.max);
+  }
+  // A name parsed into its enum (parse_eviction, parse_precision): the parser says what it takes.
+  template <class Enum>
+  bool name(const json& obj, const std::string& at, const char* key, Enum& out, Result<Enum> (*parse)(std::string_view)) {
+    std::string text;
+    if (!obj.contains(key)) return true;
+    if (!string(obj, at, key, text)) return false;
+    auto value = parse(text);
+    if (!value) return fail(at + "/" + key, value.error().message);
+    out = *value;
+    return true;
+  }
   bool boolean(const json& obj, const std::string& at, const char* key, bool& out) {
     if (!obj.contains(key)) return true;
     if (!obj[key].is_boolean()) return fail(at + "/" + key, "must be true or false");
@@ -66,14 +81,16 @@ bool read_runtime(Reader& r, const json& j, RuntimeConfig& rc) {
                               "prefix_caching", "precision", "prefill_chunk", "max_step_tokens", "max_pinned_pages",
                               "max_queued_requests"}) &&
          r.string(j, at, "model_path", rc.model_path) && r.string(j, at, "device", rc.device) &&
-         r.integer(j, at, "num_threads", rc.num_threads, 0, 1024) &&
-         r.integer(j, at, "kv_memory_mb", rc.kv_memory_mb, 0, 1 << 20) &&
-         r.integer(j, at, "page_size", rc.page_size, 1, 4096) && r.string(j, at, "eviction", rc.eviction) &&
-         r.boolean(j, at, "prefix_caching", rc.prefix_caching) && r.string(j, at, "precision", rc.precision) &&
-         r.integer(j, at, "prefill_chunk", rc.prefill_chunk, 1, 1 << 20) &&
-         r.integer(j, at, "max_step_tokens", rc.max_step_tokens, 1, 1 << 20) &&
-         r.integer(j, at, "max_pinned_pages", rc.max_pinned_pages, 0, 1LL << 40) &&
-         r.integer(j, at, "max_queued_requests", rc.max_queued_requests, 1, 1 << 20);
+         r.integer(j, at, "num_threads", rc.num_threads, limits::num_threads) &&
+         r.integer(j, at, "kv_memory_mb", rc.kv_memory_mb, limits::kv_memory_mb) &&
+         r.integer(j, at, "page_size", rc.page_size, limits::page_size) &&
+         r.name(j, at, "eviction", rc.eviction, parse_eviction) &&
+         r.boolean(j, at, "prefix_caching", rc.prefix_caching) &&
+         r.name(j, at, "precision", rc.precision, parse_precision) &&
+         r.integer(j, at, "prefill_chunk", rc.prefill_chunk, limits::prefill_chunk) &&
+         r.integer(j, at, "max_step_tokens", rc.max_step_tokens, limits::max_step_tokens) &&
+         r.integer(j, at, "max_pinned_pages", rc.max_pinned_pages, limits::max_pinned_pages) &&
+         r.integer(j, at, "max_queued_requests", rc.max_queued_requests, limits::max_queued_requests);
 }
 
 bool read_tenants(Reader& r, const json& j, ServerConfig& c) {
@@ -84,7 +101,7 @@ bool read_tenants(Reader& r, const json& j, ServerConfig& c) {
     TenantOptions options;
     TenantLimits limits;
     if (!r.check_keys(t, at, {"quota_pages", "read_shared", "max_concurrent", "max_tokens"}) ||
-        !r.integer(t, at, "quota_pages", options.quota_pages, 0, 1LL << 40) ||
+        !r.integer(t, at, "quota_pages", options.quota_pages, limits::quota_pages) ||
         !r.boolean(t, at, "read_shared", options.read_shared) ||
         !r.integer(t, at, "max_concurrent", limits.max_concurrent, 0, 1 << 20) ||
         !r.integer(t, at, "max_tokens", limits.max_tokens, 0, 1 << 20))

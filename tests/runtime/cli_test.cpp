@@ -239,7 +239,7 @@ TEST(Cli, HelpOnEverySubcommandGoesToStdoutWithEachOptionAndItsDefault) {
   const arbor::SamplingOptions sampling;
   for (const std::string& line : std::vector<std::string>{"--max-tokens N ", "default " + std::to_string(sampling.max_tokens) + "]", "--temperature T ",
         "--kv-mem MB ", "default " + std::to_string(runtime_defaults.kv_memory_mb) + "]", "--threads N ",
-        "--page-size N ", "--eviction POLICY ", "default " + runtime_defaults.eviction + "]", "--no-cache",
+        "--page-size N ", "--eviction POLICY ", "default " + std::string(to_string(runtime_defaults.eviction)) + "]", "--no-cache",
         "--precision MODE "})
     EXPECT_NE(generate.out.find(line), std::string::npos) << line << "\n" << generate.out;
   EXPECT_EQ(sampling.temperature, 0.0);  // shown as "default 0"

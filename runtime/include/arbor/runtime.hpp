@@ -24,45 +24,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arbor/config.hpp"
 #include "common/cache_stats.hpp"
 #include "common/document_access.hpp"
 #include "common/result.hpp"
 
 namespace arbor {
 
-struct TenantOptions {
-  std::size_t quota_pages = 0;  // 0 = no quota beyond the pool
-  bool read_shared = false;     // may read prefixes published to the shared namespace
-};
-
-struct RuntimeConfig {
-  std::string model_path;            // GGUF file; empty = the default model under models/
-  // Where the forward pass runs: "cpu", "cuda" (a build with -DARBOR_CUDA=ON and a CUDA
-  // device; an error otherwise) or "auto" (cuda when both are there, else cpu).
-  std::string device = "auto";
-  int num_threads = 0;               // CPU engine threads; 0 = all hardware threads
-  // KV page pool size in MiB; 0 = automatic: 256 MiB of host memory on the CPU; on a
-  // GPU, 90% of the device memory left free once the weights are loaded and the
-  // workspace of a max_step_tokens step is set aside. Runtime::kv_pool_bytes() says
-  // what was taken.
-  std::size_t kv_memory_mb = 0;
-  int page_size = 16;                // tokens per page
-  std::string eviction = "lru";      // "lru" | "lfu" | "workflow" (priority by pending readers)
-  bool prefix_caching = true;        // false = compute every prompt in full (baseline)
-  // Activations in the int8 matmuls: "accurate" (two 8-bit terms; matches a float64
-  // reference to ~0.01 logits) or "fast" (one term, llama.cpp's numerics; ~2x faster
-  // prefill, ~0.2 logits of drift that can flip near-tied greedy choices).
-  std::string precision = "accurate";
-  int prefill_chunk = 256;           // max prompt tokens of one sequence per engine step
-  int max_step_tokens = 1024;        // token budget of one engine step (decode + prefill)
-  std::size_t max_pinned_pages = 0;  // cap on pages pinned for pending agents; 0 = half the pool
-  // Per tenant: generate() requests waiting for admission beyond this are refused
-  // (out_of_memory). A workflow run keeps at most this many of its requests at the
-  // scheduler; its other agents wait in the run (so a run never overflows a queue).
-  // Tenants are admitted in turn (round-robin), whatever their queue lengths.
-  std::size_t max_queued_requests = 256;
-  std::map<std::string, TenantOptions> tenants;  // unknown tenants get defaults on first use
-};
+// RuntimeConfig, TenantOptions and their checks: arbor/config.hpp.
 
 struct ChatMessage {
   std::string role;  // "system" | "user" | "assistant"

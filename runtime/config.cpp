@@ -1,0 +1,83 @@
+// The runtime settings' one parser and checker (arbor/config.hpp).
+#include "arbor/config.hpp"
+
+#include <array>
+#include <utility>
+#include <utility>
+
+
+namespace arbor {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, Eviction>, 3> kEvictions = {
+    {{"lru", Eviction::lru}, {"lfu", Eviction::lfu}, {"workflow", Eviction::workflow}}};
+constexpr std::array<std::pair<std::string_view, Precision>, 2> kPrecisions = {
+    {{"accurate", Precision::accurate}, {"fast", Precision::fast}}};
+
+template <class Enum, std::size_t N>
+std::vector<std::string> names_of(const std::array<std::pair<std::string_view, Enum>, N>& table) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : table) out.emplace_back(name);
+  return out;
+}
+
+template <class Enum, std::size_t N>
+const char* name_of(const std::array<std::pair<std::string_view, Enum>, N>& table, Enum value) {
+  for (const auto& [name, v] : table)
+    if (v == value) return name.data();
+  return "unknown";
+}
+
+// "lru, lfu or workflow"
+std::string choices(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
+template <class Enum, std::size_t N>
+Result<Enum> parse_name(const std::array<std::pair<std::string_view, Enum>, N>& table, std::string_view name) {
+  for (const auto& [n, v] : table)
+    if (n == name) return v;
+  return fail(ErrorCode::invalid_argument,
+              "must be " + choices(names_of(table)) + " (got '" + std::string(name.substr(0, 64)) + "')");
+}
+
+template <class Int>
+Result<void> check_range(const char* name, Int value, SettingRange range) {
+  if (std::cmp_greater_equal(value, range.min) && std::cmp_less_equal(value, range.max)) return {};
+  return fail(ErrorCode::invalid_argument, std::string(name) + " must be in " + std::to_string(range.min) + ".." +
+                                               std::to_string(range.max) + " (got " + std::to_string(value) + ")");
+}
+
+}  // namespace
+
+const char* to_string(Eviction e) { return name_of(kEvictions, e); }
+const char* to_string(Precision p) { return name_of(kPrecisions, p); }
+
+Result<Eviction> parse_eviction(std::string_view name) {
+  if (name == "priority") return Eviction::workflow;  // the cache layer's name for it
+  return parse_name(kEvictions, name);
+}
+Result<Precision> parse_precision(std::string_view name) { return parse_name(kPrecisions, name); }
+std::vector<std::string> eviction_names() { return names_of(kEvictions); }
+std::vector<std::string> precision_names() { return names_of(kPrecisions); }
+
+Result<void> check_config(const RuntimeConfig& c) {
+  for (auto r : {check_range("page_size", c.page_size, limits::page_size),
+                 check_range("num_threads", c.num_threads, limits::num_threads),
+                 check_range("kv_memory_mb", c.kv_memory_mb, limits::kv_memory_mb),
+                 check_range("prefill_chunk", c.prefill_chunk, limits::prefill_chunk),
+                 check_range("max_step_tokens", c.max_step_tokens, limits::max_step_tokens),
+                 check_range("max_pinned_pages", c.max_pinned_pages, limits::max_pinned_pages),
+                 check_range("max_queued_requests", c.max_queued_requests,
+                             limits::max_queued_requests)})
+    if (!r) return r;
+  for (const auto& [name, t] : c.tenants)
+    if (auto r = check_range("quota_pages", t.quota_pages, limits::quota_pages); !r)
+      return fail(ErrorCode::invalid_argument, "tenant '" + name + "': " + r.error().message);
+  return {};
+}
+
+}  // namespace arbor
