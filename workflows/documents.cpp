@@ -17,8 +17,9 @@ namespace {
 
 using Read = std::expected<std::string, std::string>;
 
-std::unexpected<std::string> refuse(const std::string& file, const std::string& why) {
-  return std::unexpected("prefix document '" + file + "' " + why);
+std::unexpected<std::string> refuse(const std::string& file, const std::string& why,
+                                    const std::string& noun = "prefix document") {
+  return std::unexpected(noun + " '" + file + "' " + why);
 }
 
 // The caller's own files: any path relative to the workflow's folder.
@@ -78,9 +79,10 @@ bool denied(const DocumentAccess& access, const struct stat& st) {
 
 // The server's directory: every step opened relative to the last one with
 // O_NOFOLLOW, so neither ".." nor a symbolic link can lead out of it.
-Read read_confined(const DocumentAccess& access, const std::string& file) {
-  const std::string rule = "; over the network, prefix files are read only from the server's workflow_dir: "
-                           "a relative path without '..', to a regular file, with no symbolic link on the way";
+// `noun` and `rule` name the reader in messages (a prefix document, the read_file tool).
+Read read_confined(const DocumentAccess& access, const std::string& file, const std::string& noun,
+                   const std::string& rule) {
+  auto refuse = [&](const std::string& f, const std::string& why) { return workflows::refuse(f, why, noun); };
   if (file.empty() || file[0] == '/') return refuse(file, "is not a relative path" + rule);
   auto parts = components(file);
   if (!parts) return refuse(file, "goes up with '..'" + rule);
@@ -122,11 +124,23 @@ Read read_confined(const DocumentAccess& access, const std::string& file) {
 Read read_prefix_document(const DocumentAccess& access, const std::string& file) {
   switch (access.mode) {
     case DocumentAccess::Mode::local: return read_local(access, file);
-    case DocumentAccess::Mode::confined: return read_confined(access, file);
+    case DocumentAccess::Mode::confined:
+      return read_confined(access, file, "prefix document",
+                           "; over the network, prefix files are read only from the server's workflow_dir: "
+                           "a relative path without '..', to a regular file, with no symbolic link on the way");
     case DocumentAccess::Mode::none: break;
   }
   return refuse(file, "cannot be read: this server reads no prefix files (its config sets no workflow_dir); "
                       "give the document inline as {\"text\": \"...\"}");
+}
+
+Read read_tool_file(const DocumentAccess& access, const std::string& file) {
+  if (access.mode == DocumentAccess::Mode::none || access.dir.empty())
+    return refuse(file, "cannot be read: this run reads no files (a workflow posted to the server reads files only "
+                        "when its config sets workflow_dir)", "read_file");
+  return read_confined(access, file, "read_file",
+                       "; read_file reads only below the workflow's folder (the server's workflow_dir): a relative "
+                       "path without '..', to a regular file, with no symbolic link on the way");
 }
 
 }  // namespace arbor::workflows

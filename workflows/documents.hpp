@@ -16,4 +16,10 @@ inline constexpr std::size_t kMaxDocumentBytes = 4u << 20;
 // never show a path of the server's file system.
 std::expected<std::string, std::string> read_prefix_document(const DocumentAccess& access, const std::string& file);
 
+// The read_file tool's reader: the confined rules above below `access.dir` whatever
+// access.mode says (the model chooses the path, so even a local run's tool never
+// follows a symbolic link or goes up with ".."); mode none, or no directory, reads
+// nothing. Messages name the path as the model wrote it.
+std::expected<std::string, std::string> read_tool_file(const DocumentAccess& access, const std::string& file);
+
 }  // namespace arbor::workflows

@@ -311,9 +311,28 @@ std::vector<TextSpec> parse_depends_on(Reader& r, const json& obj, const std::st
   return {TextSpec{id, dp}};
 }
 
+// "tools", "max_tool_calls", "tool_timeout_ms", "tool_choice" (the names are checked
+// against the runtime's tools when a run starts: workflows/tools.hpp).
+void parse_tools(Reader& r, const json& v, const std::string& p, AgentSpec& a) {
+  a.tools = r.strings(v, p, "tools");
+  for (std::size_t i = 0; i < a.tools.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (a.tools[j].text == a.tools[i].text) r.error(a.tools[i].pointer, "tool '" + a.tools[i].text + "' is listed twice");
+  if (auto n = r.integer(v, p, "max_tool_calls", 1, 64, "an integer in 1..64")) a.max_tool_calls = int(*n);
+  a.tool_timeout_ms = r.integer(v, p, "tool_timeout_ms", 1, 3'600'000, "an integer in 1..3600000");
+  if (auto c = r.text(v, p, "tool_choice")) {
+    if (c->text != "auto" && c->text != "required")
+      r.error(c->pointer, "tool_choice must be \"auto\" or \"required\", got \"" + c->text + "\"");
+    a.tool_choice = *c;
+  }
+  for (const char* key : {"max_tool_calls", "tool_timeout_ms", "tool_choice"})
+    if (!v.contains("tools") && v.contains(key)) r.error(p + "/" + key, std::string(key) + " needs a 'tools' list");
+}
+
 const std::vector<std::string> kAgentFields = {
     "id",    "description", "prefix",      "layout",     "task",       "turns",      "fan_in",
-    "agents", "for_each",   "depends_on",  "generation", "max_retries", "timeout_ms", "output_schema"};
+    "agents", "for_each",   "depends_on",  "generation", "max_retries", "timeout_ms", "output_schema",
+    "tools", "max_tool_calls", "tool_timeout_ms", "tool_choice"};
 
 std::vector<AgentSpec> parse_agents(Reader& r, const json& v, const std::string& p);
 
@@ -345,6 +364,7 @@ std::optional<AgentSpec> parse_agent(Reader& r, const json& v, const std::string
     const std::string sp = p + "/output_schema";
     if (r.expect(v["output_schema"], json::value_t::object, "a JSON Schema object", sp)) a.output_schema_pointer = sp;
   }
+  parse_tools(r, v, p, a);
   if (v.contains("agents")) a.children = parse_agents(r, v["agents"], p + "/agents");
   bool has_children = v.contains("agents") && v["agents"].is_array() && !v["agents"].empty();
   if (!has_children && v.contains("fan_in"))

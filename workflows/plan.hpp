@@ -17,6 +17,8 @@
 //   4. if `fan_in` is set, render it ({{children}} now available) as the next turn;
 //   5. render each of `turns` in order as a follow-up turn of the same conversation,
 //      {{previous}} = the output of the turn before.
+//   With `tools`, each turn may call tools before it answers (a tool loop inside the
+//   turn: actors/tool_loop.hpp); the turn's output is its final answer.
 //   The agent's output is the output of its last turn. With `output_schema`, that last
 //   turn is constrained to a JSON document valid against it (the earlier turns are
 //   free text) and the agent fails when it is not complete. Load-time checks guarantee
@@ -90,6 +92,14 @@ struct AgentPlan {
   // A JSON Schema (compact text, keys in the order written: the generation order) that
   // the agent's output follows; "" = free text. Checked at load: the engine can enforce it.
   std::string output_schema;
+  // Tools it may call (workflows/tools.hpp), in the order written (the order of the
+  // <tools> list in its prompt), and each name's JSON pointer for diagnostics.
+  // Checked against the runtime's registry when a run starts (check_agent_tools).
+  std::vector<std::string> tools;
+  std::vector<std::string> tool_pointers;
+  int max_tool_calls = 4;              // 1..64 per attempt; then the tools are withdrawn
+  std::int64_t tool_timeout_ms = 10000;  // per call; past it the model gets an error result
+  bool tool_required = false;          // tool_choice "required": each turn starts with a call
   std::vector<std::string> depends_on;  // instance ids
   std::optional<std::string> item;      // fan-out element (nearest for_each ancestor-or-self)
   std::optional<std::size_t> index;

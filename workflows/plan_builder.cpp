@@ -80,6 +80,10 @@ class Builder {
       a.max_retries = s.max_retries.value_or(spec_.default_max_retries.value_or(a.max_retries));
       a.timeout_ms = s.timeout_ms.value_or(spec_.default_timeout_ms.value_or(a.timeout_ms));
       a.output_schema = s.output_schema;
+      for (const auto& t : s.tools) a.tools.push_back(t.text), a.tool_pointers.push_back(t.pointer);
+      a.max_tool_calls = s.max_tool_calls.value_or(a.max_tool_calls);
+      a.tool_timeout_ms = s.tool_timeout_ms.value_or(a.tool_timeout_ms);
+      a.tool_required = s.tool_choice && s.tool_choice->text == "required";
       if (n.dyn_source >= 0)
         a.dynamic = DynamicFanOut{"", s.for_each->output->text, n.dyn_path, max_children(n)};
       else if (s.for_each) a.item = list[i], a.index = i;

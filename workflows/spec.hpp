@@ -78,6 +78,10 @@ struct AgentSpec {
   // the written key order (set by check_output_schemas once it compiled).
   std::optional<std::string> output_schema_pointer;
   std::string output_schema;
+  std::vector<TextSpec> tools;  // tool names as written
+  std::optional<int> max_tool_calls;
+  std::optional<std::int64_t> tool_timeout_ms;
+  std::optional<TextSpec> tool_choice;  // "auto" | "required"
   std::vector<AgentSpec> children;
 };
 
