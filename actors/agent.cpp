@@ -6,6 +6,7 @@
 
 #include "actors/conversation.hpp"
 #include "actors/messages.hpp"
+#include "actors/tool_loop.hpp"
 #include "workflows/dynamic_fan_out.hpp"
 
 namespace arbor::actors {
@@ -37,6 +38,7 @@ struct AgentState {
   std::uint64_t inflight = 0;
   std::uint64_t pin = 0;
   AgentReport report;
+  std::unique_ptr<ToolLoop> tools;  // with plan->tools: this attempt's tool calls (declared last: it refers to env, report)
 };
 
 using AgentActor = caf::stateful_actor<AgentState>;
@@ -167,25 +169,34 @@ bool is_final_turn(const AgentState& s) {
   }
 }
 
+void on_turn_result(AgentActor* self, bool constrained, SeqResult& r);
+
 void send_turn(AgentActor* self) {
   auto& s = self->state;
   SamplingParams sampling = sampling_of(s.plan->generation);
   const bool constrained = !s.plan->output_schema.empty() && is_final_turn(s);
   if (constrained) sampling.json_schema = s.plan->output_schema;
-  send_request(self, s.conv->prompt(), std::move(sampling), [constrained](AgentActor* self, SeqResult& r) {
-    auto& st = self->state;
-    if (st.report.ttft_ms == 0) st.report.ttft_ms = r.ttft_ms;
-    if (constrained && r.json.empty())
-      return attempt_failed(self,
-                            "its output is not a complete JSON document valid against output_schema (generation "
-                            "ended after " + std::to_string(r.generated_tokens) + " tokens, finish_reason '" +
-                                r.finish_reason + "'); raise generation.max_tokens",
-                            false);
-    st.report.json = r.json;
-    st.last_output = r.text;
-    st.last_ids = r.tokens;
-    advance(self);
-  });
+  if (s.tools)
+    return s.tools->turn(*s.conv, std::move(sampling),
+                         [self, constrained](SeqResult& r) { on_turn_result(self, constrained, r); });
+  send_request(self, s.conv->prompt(), std::move(sampling),
+               [constrained](AgentActor* self, SeqResult& r) { on_turn_result(self, constrained, r); });
+}
+
+// A turn's answer (after its tool calls, if any).
+void on_turn_result(AgentActor* self, bool constrained, SeqResult& r) {
+  auto& st = self->state;
+  if (st.report.ttft_ms == 0) st.report.ttft_ms = r.ttft_ms;
+  if (constrained && r.json.empty())
+    return attempt_failed(self,
+                          "its output is not a complete JSON document valid against output_schema (generation "
+                          "ended after " + std::to_string(r.generated_tokens) + " tokens, finish_reason '" +
+                              r.finish_reason + "'); raise generation.max_tokens",
+                          false);
+  st.report.json = r.json;
+  st.last_output = r.text;
+  st.last_ids = r.tokens;
+  advance(self);
 }
 
 // Starts the conversation, or continues it, with the user message `text`.
@@ -197,9 +208,9 @@ void turn(AgentActor* self, const std::string& text) {
     s.conv.emplace(s.env->model->tokenizer(), *s.env->chat);
     const std::string& prefix = prefix_text(s);
     if (s.plan->layout == workflows::Layout::task_first)
-      s.conv->start("", prefix.empty() ? text : text + "\n\n" + prefix);
+      s.conv->start("", prefix.empty() ? text : text + "\n\n" + prefix, s.tools ? s.tools->system_text() : std::string());
     else
-      s.conv->start(prefix, text);
+      s.conv->start(prefix, text, s.tools ? s.tools->system_text() : std::string());
   }
   send_turn(self);
 }
@@ -370,6 +381,15 @@ void begin_attempt(AgentActor* self) {
   s.last_ids.clear();
   s.last_output.clear();
   s.next_turn = 0;
+  s.tools.reset();
+  if (!s.plan->tools.empty())
+    s.tools = std::make_unique<ToolLoop>(
+        self, *s.env, *s.plan, s.report,
+        [self](std::vector<std::int32_t> prompt, SamplingParams sampling, ToolLoop::Then then) {
+          send_request(self, std::move(prompt), std::move(sampling),
+                       [then = std::move(then)](AgentActor*, SeqResult& r) { then(r); });
+        },
+        [self](const std::string& reason) { attempt_failed(self, reason, false); });
   arm_deadline(self);
   const auto& faults = s.env->faults;
   if (auto it = faults.fail_attempts.find(s.plan->id); it != faults.fail_attempts.end() && s.attempt <= it->second)
@@ -448,6 +468,10 @@ caf::behavior agent_actor(AgentActor* self, std::shared_ptr<const RunEnv> env,
                 });
       },
       [](timeout_atom, int) -> caf::delegated<void> { return {}; },  // arm_deadline: never answered
+      [](tool_atom, std::uint64_t) -> caf::delegated<void> { return {}; },  // a tool's deadline: never answered
+      [self](ToolDone& d) {
+        if (self->state.tools) self->state.tools->on_done(d);
+      },
       [self](AgentReport& r) { on_child_report(self, r); },
   };
 }

@@ -6,9 +6,10 @@ std::vector<std::int32_t> Conversation::tokenize(const model::ChatSegment& segme
   return model::tokenize_segments(*tokenizer_, std::span(&segment, 1), false).ids;
 }
 
-void Conversation::start(const std::string& system, const std::string& user) {
+void Conversation::start(const std::string& system, const std::string& user, const std::string& tools) {
   messages_.clear();
   if (!system.empty()) messages_.push_back({"system", system});
+  if (!tools.empty()) messages_.push_back({"system", tools});
   messages_.push_back({"user", user});
   const auto segments = chat_->render_segments(messages_, true);
   const auto chat = model::tokenize_segments(*tokenizer_, segments, tokenizer_->add_bos());

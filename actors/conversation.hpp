@@ -27,8 +27,10 @@ class Conversation {
   Conversation(const model::Tokenizer& tokenizer, const model::ChatTemplate& chat)
       : tokenizer_(&tokenizer), chat_(&chat) {}
 
-  // First turn: `system` (may be empty = none) and the user message.
-  void start(const std::string& system, const std::string& user);
+  // First turn: `system` (may be empty = none) and the user message. `tools` (may be
+  // empty) is a second system block right after `system` (model/tool_format.hpp): its
+  // own segment, so the first block's ids stay those of every agent of the prefix.
+  void start(const std::string& system, const std::string& user, const std::string& tools = "");
   // Next turn: the reply to the previous prompt (ids as generated, and its text), then
   // a new user message.
   void add_turn(std::span<const std::int32_t> reply_ids, const std::string& reply_text,

@@ -32,6 +32,7 @@ using audit_atom = caf::atom_constant<caf::atom("audit")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
+using tool_atom = caf::atom_constant<caf::atom("tool")>;
 
 struct SamplingParams {
   // 0 = prefill only: compute and cache the prompt, generate nothing (cache warming).
@@ -244,6 +245,33 @@ typename Inspector::result_type inspect(Inspector& f, TreeReply& x) {
   return f(caf::meta::type_name("TreeReply"), x.ok, x.error, x.nodes);
 }
 
+// One tool call an agent made (actors/tool_loop.hpp), in the order made.
+struct ToolCallRecord {
+  std::string name;
+  std::string arguments;  // the generated arguments (compact JSON)
+  std::string status;     // "ok" | "error" (the handler failed, threw, or returned invalid UTF-8) | "timeout"
+  std::string result;     // what the model was given back (an error message when not "ok")
+  double ms = 0;          // call sent -> result (or timeout)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ToolCallRecord& x) {
+  return f(caf::meta::type_name("ToolCallRecord"), x.name, x.arguments, x.status, x.result, x.ms);
+}
+
+// A tool handler's answer, sent by actors/tool_runner.hpp's thread to the agent.
+struct ToolDone {
+  std::uint64_t call_id = 0;
+  bool ok = false;
+  std::string output;  // the result, or the error message
+  double ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ToolDone& x) {
+  return f(caf::meta::type_name("ToolDone"), x.call_id, x.ok, x.output, x.ms);
+}
+
 // What an agent reports when it ends (to its parent and to the run). prompt/cached/
 // computed/generated sum the agent's turns (prompt = cached + computed); warmup_tokens
 // are the prefix tokens it prefilled for its children (prefill-only, not a turn).
@@ -258,6 +286,13 @@ struct AgentReport {
   double ttft_ms = 0, duration_ms = 0;
   std::string error;
   std::string json;  // with an output_schema: the output, a document valid against it
+  // Tools: calls made (all attempts), their time, and the prompt tokens prefilled
+  // again after tool results beyond the new messages (the history's partial last
+  // page; KV pages are shared only when full).
+  std::int32_t tool_calls = 0;
+  double tool_ms = 0;
+  std::uint64_t tool_recomputed_tokens = 0;
+  std::vector<ToolCallRecord> tool_trace;
 };
 
 template <class Inspector>
@@ -265,7 +300,8 @@ typename Inspector::result_type inspect(Inspector& f, AgentReport& x) {
   return f(caf::meta::type_name("AgentReport"), x.id, x.parent, x.status, x.output,
            x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens, x.warmup_tokens,
            x.attempts,
-           x.ttft_ms, x.duration_ms, x.error, x.json);
+           x.ttft_ms, x.duration_ms, x.error, x.json, x.tool_calls, x.tool_ms, x.tool_recomputed_tokens,
+           x.tool_trace);
 }
 
 struct AgentStarted {

@@ -11,7 +11,9 @@
 
 #include "model/chat_template.hpp"
 #include "model/model.hpp"
+#include "actors/tool_runner.hpp"
 #include "workflows/plan.hpp"
+#include "workflows/tools.hpp"
 
 namespace arbor::actors {
 
@@ -39,6 +41,12 @@ struct RunEnv {
   // (queued or live); the others wait in the run actor, in arrival order.
   std::size_t max_requests_at_cache = 256;
   FaultInjection faults;
+  // Tools (issue 11 section 3): the runtime's registry when the run started (the plan's
+  // tool names were checked against it), the runner of their handlers, and what the
+  // built-ins may read (read_file: the run's folder, confined).
+  std::shared_ptr<const workflows::ToolRegistry> tools;
+  std::shared_ptr<ToolRunner> tool_runner;
+  workflows::ToolContext tool_context;
 };
 
 }  // namespace arbor::actors

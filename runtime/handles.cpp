@@ -32,6 +32,10 @@ AgentResult to_agent_result(const actors::AgentReport& r) {
   a.duration_ms = r.duration_ms;
   a.error = r.error;
   a.json = parse_document(r.json);
+  a.tool_calls = r.tool_calls;
+  a.tool_ms = r.tool_ms;
+  a.tool_recomputed_tokens = r.tool_recomputed_tokens;
+  for (const auto& c : r.tool_trace) a.tool_trace.push_back({c.name, c.arguments, c.status, c.result, c.ms});
   return a;
 }
 

@@ -49,6 +49,16 @@ std::string to_json(const RunResult& r) {
                         {"duration_ms", a.duration_ms}};
     if (a.status != "ok" && !a.error.empty()) j["error"] = a.error;
     if (a.json) j["json"] = document(*a.json);
+    if (a.tool_calls > 0) {
+      j["tool_calls"] = a.tool_calls;
+      j["tool_ms"] = a.tool_ms;
+      j["tool_recomputed_tokens"] = a.tool_recomputed_tokens;
+      nlohmann::json trace = nlohmann::json::array();
+      for (const auto& c : a.tool_trace)
+        trace.push_back({{"name", c.name}, {"arguments", c.arguments}, {"status", c.status}, {"result", c.result},
+                         {"ms", c.ms}});
+      j["tool_trace"] = std::move(trace);
+    }
     agents.push_back(std::move(j));
   }
   nlohmann::json j = {{"run_id", r.run_id},   {"workflow", r.workflow}, {"tenant", r.tenant},

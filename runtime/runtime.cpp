@@ -120,6 +120,7 @@ void Runtime::Impl::shutdown() {
     h.cancel();
     h.wait();
   }
+  tool_runner->shutdown();  // a handler still running stays detached; its result is dropped
   if (cache) caf::anon_send_exit(cache, caf::exit_reason::user_shutdown);
   cache = nullptr;
   system.reset();  // waits for every actor to finish
@@ -201,6 +202,8 @@ Result<RunHandle> Runtime::start(const std::string& workflow, RunOptions options
   env->warm_prefixes = impl_->config.prefix_caching;  // warming without caching is pure waste
   env->max_requests_at_cache = impl_->config.max_queued_requests;
   env->faults = impl_->faults;
+  if (auto ok = attach_tools(*impl_, *env, options.workflow_is_text, workflow, options.documents); !ok)
+    return std::unexpected(ok.error());
 
   auto state = std::make_shared<RunHandle::State>();
   state->plan = shared_plan;

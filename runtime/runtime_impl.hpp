@@ -13,14 +13,20 @@
 #include "actors/config.hpp"
 #include "actors/messages.hpp"
 #include "actors/run_actor.hpp"
+#include "actors/tool_runner.hpp"
 #include "arbor/runtime.hpp"
 #include "model/chat_template.hpp"
 #include "model/model.hpp"
 #include "workflows/plan.hpp"
+#include "workflows/tools.hpp"
 
 namespace arbor {
 
 AgentResult to_agent_result(const actors::AgentReport& report);
+// The tools a run's agents get: the registry's snapshot (checked against the plan:
+// invalid_argument naming unknown tools) and read_file's folder (runtime/tools.cpp).
+Result<void> attach_tools(Runtime::Impl& impl, actors::RunEnv& env, bool is_text, const std::string& workflow,
+                          const DocumentAccess& documents);
 GenerateResult to_generate_result(const actors::SeqResult& result);
 
 // Written by the run actor (through RunSink), read by any thread.
@@ -74,6 +80,11 @@ struct Runtime::Impl {
   std::vector<std::weak_ptr<GenerationHandle::State>> generations;
   std::uint64_t next_run = 1;
   actors::FaultInjection faults;  // copied into each run started later (tests only)
+  // Tools: the registry (replaced whole by add_tool, under mu; a run keeps the one it
+  // started with) and the runner of their handlers (shut down before the actor system).
+  std::shared_ptr<const workflows::ToolRegistry> tools =
+      std::make_shared<const workflows::ToolRegistry>(workflows::ToolRegistry::builtins());
+  std::shared_ptr<actors::ToolRunner> tool_runner = std::make_shared<actors::ToolRunner>();
 
   void shutdown();
 };

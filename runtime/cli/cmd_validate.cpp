@@ -4,6 +4,7 @@
 
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/workflow_inputs.hpp"
+#include "workflows/tools.hpp"
 #include "workflows/workflow.hpp"
 
 namespace arbor::cli {
@@ -22,6 +23,14 @@ int run_validate(const ValidateOptions& o) {
   if (!plan) {
     std::fputs(plan.error().format().c_str(), stderr);
     std::fprintf(stderr, "%zu error(s)\n", plan.error().num_errors());
+    return kExitInvalid;
+  }
+  // The tools `arbor run` knows: the built-ins (an embedding application's own tools
+  // are checked by Runtime::start).
+  if (auto tools = workflows::check_agent_tools(*plan, workflows::ToolRegistry::builtins(), o.workflow);
+      tools.has_errors()) {
+    std::fputs(tools.format().c_str(), stderr);
+    std::fprintf(stderr, "%zu error(s)\n", tools.num_errors());
     return kExitInvalid;
   }
   // A for_each.output template counts as one agent: its instances exist only at run time.

@@ -46,4 +46,20 @@ TEST(ValidateCli, InvalidWorkflowExitsTwoWithEveryDiagnostic) {
   EXPECT_EQ(validate(kExamples + "/map_reduce.json --input nope", &out), 2);
 }
 
+TEST(ValidateCli, ToolNamesAreCheckedAgainstTheBuiltins) {
+  if (!std::filesystem::exists(kArbor)) GTEST_SKIP() << "build the 'arbor' target to run this test";
+  std::string out;
+  EXPECT_EQ(validate(kExamples + "/tool_calculator.json", &out), 0);
+  EXPECT_EQ(out, "ok: tool_calculator: 4 agents, 1 shared prefixes\n");
+  std::string path = std::string(ARBOR_BINARY_DIR) + "/cli_unknown_tool.json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs("{\"name\": \"x\", \"agents\": [{\"id\": \"a\", \"task\": \"Hi\", \"tools\": [\"calculator\", \"shell\"]}]}\n", f);
+  std::fclose(f);
+  out.clear();
+  EXPECT_EQ(validate(path, &out), 2);
+  EXPECT_NE(out.find(path + ":0:0: /agents/0/tools/1: unknown tool 'shell' (agent 'a'); known tools: calculator, read_file"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace

@@ -80,6 +80,15 @@ struct GenerateResult {
   std::optional<nlohmann::ordered_json> json;
 };
 
+// One tool call an agent made, in order (AgentResult::tool_trace).
+struct ToolCallInfo {
+  std::string name;
+  std::string arguments;  // the generated arguments, compact JSON
+  std::string status;     // "ok" | "error" (failed, threw, invalid UTF-8) | "timeout"
+  std::string result;     // what the model got back ("error: ..." when not ok)
+  double ms = 0;
+};
+
 // Token counts describe the agent's own turns: prompt = cached + computed. A parent
 // without a task of its own first prefills its shared prefix once so its sub-agents
 // read it from the cache (a prefill-only warm-up, no output): those tokens are
@@ -97,6 +106,32 @@ struct AgentResult {
   std::size_t warmup_tokens = 0;  // prefix tokens prefilled for the sub-agents (see above)
   // An agent with an output_schema: its output parsed, valid against the schema.
   std::optional<nlohmann::ordered_json> json;
+  // Tools: calls made, time spent in them, prompt tokens prefilled again after tool
+  // results beyond the new messages (only the history's last, partial KV page), and
+  // each call. The tool-call requests' tokens are part of the counts above.
+  int tool_calls = 0;
+  double tool_ms = 0;
+  std::size_t tool_recomputed_tokens = 0;
+  std::vector<ToolCallInfo> tool_trace;
+};
+
+// A tool an application gives to its workflows' agents (Runtime::add_tool); an agent
+// lists the names it may call ("tools": [...]). Built-ins: "calculator", "read_file".
+struct ToolDefinition {
+  std::string name;         // 1..64 letters, digits, '_' or '-'; unique in the runtime
+  std::string description;  // shown to the model
+  // JSON Schema (text) of the arguments object, e.g.
+  // {"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}:
+  // the model's call is generated under it (constrained decoding), so a keyword the
+  // engine cannot enforce is an error here.
+  std::string parameters;
+  // Called on a thread of its own with the arguments (valid against `parameters`); the
+  // text returned (or the error's message, or an exception's what()) goes back to the
+  // model. A handler that takes longer than the agent's tool_timeout_ms is abandoned:
+  // the model gets a timeout error and a later result is dropped; its thread cannot be
+  // killed and keeps running until the handler returns, even past the Runtime's end,
+  // so it must not use objects that die with the Runtime.
+  std::function<Result<std::string>(const nlohmann::ordered_json& arguments)> handler;
 };
 
 struct RunResult {
@@ -205,6 +240,13 @@ class Runtime {
   Result<GenerationHandle> start_generate(const GenerateRequest& request,
                                           std::function<void(const std::string&)> on_token = {},
                                           GenerationDone on_done = {});
+
+  // Adds a tool that later runs' agents may list. invalid_argument for a bad name, a
+  // name already taken (built-ins included), no handler, or parameters that are not an
+  // enforceable JSON Schema of an object. A run checks its agents' "tools" against the
+  // tools present when it starts (an unknown name lists the known ones).
+  Result<void> add_tool(ToolDefinition tool);
+  std::vector<std::string> tool_names() const;
 
   CacheStats cache_stats() const;
   // Full audit of the KV cache (PrefixCache::check_invariants): "" when every invariant

@@ -1,0 +1,107 @@
+// ToolLoop: the tool calls inside one agent turn (issue 11 section 3), in the Hermes
+// format of model/tool_format.hpp. Owned by the agent actor (one per attempt of an
+// agent with "tools"), driven on the actor's thread.
+//
+// One turn:
+//   1. free text with "<tool_call>" as a stop string (tool_choice "required": the first
+//      round skips this and starts the reply with "<tool_call>" itself);
+//   2. when the stop fires: a request constrained to tool_call_schema() continues the
+//      same reply ({"name": one of the tools, "arguments": valid for it}), then
+//      "</tool_call>" is appended;
+//   3. the handler runs on its own thread (ToolRunner) with tool_timeout_ms; its result
+//      goes back as a "<tool_response>" user message and the turn continues at 1. Each
+//      request extends the previous prompt id for id, so the cache matches the whole
+//      history and prefills only the new messages (plus the history's last, partial
+//      page: only full pages are shared), counted as tool_recomputed_tokens.
+// Decisions:
+//   - A tool that fails (error, exception), returns invalid UTF-8 or passes its timeout
+//     gives the model an error result ("error: ...") and the turn goes on: the model may
+//     recover. A result longer than kMaxToolResultBytes is cut (and says so).
+//   - After max_tool_calls calls (per attempt) the tools are withdrawn: the next round
+//     has no "<tool_call>" stop and its reply is the answer; an answer that still
+//     writes "<tool_call>" fails the attempt ("asked for more than max_tool_calls").
+//   - "required" forces one call at the start of each turn, then the model decides
+//     (as the OpenAI Agents SDK resets tool_choice after a call, so it cannot loop).
+//   - With an output_schema, the last turn's answer must be the document: a free answer
+//     without a call is dropped and the round is asked again under the schema (the
+//     prompt is cached, so only the answer is generated again).
+//   - A call that does not finish within kCallTokens tokens fails the attempt.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/conversation.hpp"
+#include "actors/messages.hpp"
+#include "actors/run_env.hpp"
+
+namespace arbor::actors {
+
+inline constexpr std::int32_t kCallTokens = 256;
+inline constexpr std::size_t kMaxToolResultBytes = 8192;
+
+class ToolLoop {
+ public:
+  using Then = std::function<void(SeqResult&)>;
+  // Sends one request of the agent's attempt; `then` runs with its successful result.
+  using Send = std::function<void(std::vector<std::int32_t> prompt, SamplingParams sampling, Then then)>;
+  using Fail = std::function<void(const std::string& reason)>;
+
+  ToolLoop(caf::event_based_actor* self, const RunEnv& env, const workflows::AgentPlan& plan, AgentReport& report,
+           Send send, Fail fail);
+  ~ToolLoop();
+  ToolLoop(const ToolLoop&) = delete;
+  ToolLoop& operator=(const ToolLoop&) = delete;
+
+  // The system block describing the agent's tools (after the shared prefix's block).
+  const std::string& system_text() const { return system_text_; }
+  // Runs one turn of `conv` (its prompt ends with the generation prompt) with
+  // `sampling` (its json_schema, if any, constrains the answer); `then` gets the answer.
+  void turn(Conversation& conv, SamplingParams sampling, Then then);
+  // The agent's handlers: a handler's result, and the timeout of call `call_id`.
+  void on_done(ToolDone& done);
+
+ private:
+  void send(std::vector<std::int32_t> prompt, SamplingParams sampling, std::function<void(ToolLoop&, SeqResult&)> then);
+  void round();
+  void on_free(SeqResult& r, std::size_t prompt_len);
+  void call(std::vector<std::int32_t> head_ids, std::string head_text);
+  void on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::string head_text, std::size_t prompt_len);
+  void on_timeout(std::uint64_t call_id);
+  void finish_call(const std::string& status, std::string text, double ms);
+  void final_round();
+  std::vector<std::int32_t> plain_ids(std::string_view text) const;
+
+  caf::event_based_actor* self_;
+  const RunEnv& env_;
+  const workflows::AgentPlan& plan_;
+  AgentReport& report_;
+  Send send_;
+  Fail fail_;
+  std::vector<model::ToolSignature> signatures_;
+  std::string system_text_, call_schema_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // guards callbacks that outlive this loop
+
+  // Per turn:
+  Conversation* conv_ = nullptr;
+  SamplingParams base_;
+  Then then_;
+  bool forced_ = false;
+  // Per attempt:
+  int calls_ = 0;
+  std::uint64_t call_id_ = 0;  // the call in flight; 0 = none
+  std::chrono::steady_clock::time_point call_start_;
+  ToolCallRecord record_;
+  std::vector<std::int32_t> reply_ids_;  // the assistant message with the call
+  std::string reply_text_;
+  std::size_t known_len_ = 0;  // prompt ids whose K/V an earlier request computed
+  bool after_tool_ = false;    // the next request is the first after a tool result
+};
+
+}  // namespace arbor::actors
