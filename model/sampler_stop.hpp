@@ -24,9 +24,9 @@ namespace arbor::model {
 enum class StopReason { none, end_of_generation, stop_string, max_tokens };
 const char* to_string(StopReason reason);
 
-struct StopConfig {  // defaults written out: designated initializers may omit any field
-  std::vector<std::int32_t> end_of_generation_ids = {};
-  std::vector<std::string> stop_strings = {};  // empty strings are ignored
+struct StopConfig {
+  std::vector<std::int32_t> end_of_generation_ids;
+  std::vector<std::string> stop_strings;  // empty strings are ignored
   int max_tokens = -1;                    // < 0: no limit
 };
 
