@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "scratch_dir.hpp"
 #include "runtime/server/server.hpp"
 #include "real_server_fixture.hpp"
 #include "runtime_test_util.hpp"
@@ -26,7 +27,7 @@ constexpr int kMaxInflight = 4;
 class ServerHostileParse : public RealServerTest<ServerHostileParse> {
  protected:
   void SetUp() override {
-    root_ = fs::path(ARBOR_BINARY_DIR) / "server_hostile_parse";
+    root_ = arbor::testing::scratch_dir("server_hostile_parse");
     fs::remove_all(root_);
     served_ = root_ / "served";
     fs::create_directories(served_);

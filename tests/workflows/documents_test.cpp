@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "scratch_dir.hpp"
 #include "workflow_test_util.hpp"
 
 namespace arbor::workflows {
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 class PrefixDocuments : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(ARBOR_BINARY_DIR) / "prefix_documents_test";
+    root_ = arbor::testing::scratch_dir("prefix_documents_test");
     fs::remove_all(root_);
     dir_ = root_ / "served";
     fs::create_directories(dir_ / "sub");

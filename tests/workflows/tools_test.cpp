@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "scratch_dir.hpp"
 #include "workflow_test_util.hpp"
 #include "workflows/documents.hpp"
 
@@ -58,7 +59,7 @@ TEST(ToolRegistry, RefusesClashesBadNamesAndSchemasItCannotEnforce) {
 class ReadFileTool : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::path(ARBOR_BINARY_DIR) / "read_file_tool_test";
+    root_ = arbor::testing::scratch_dir("read_file_tool_test");
     fs::remove_all(root_);
     fs::create_directories(root_ / "run" / "notes");
     std::ofstream(root_ / "run" / "notes" / "a.txt") << "alpha";
