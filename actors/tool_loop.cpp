@@ -102,12 +102,9 @@ void ToolLoop::on_free(SeqResult& r, std::size_t prompt_len) {
 void ToolLoop::call(std::vector<std::int32_t> head_ids, std::string head_text) {
   std::vector<std::int32_t> prompt = conv_->prompt();
   prompt.insert(prompt.end(), head_ids.begin(), head_ids.end());
-  SamplingParams p;
+  SamplingParams p = base_;  // the agent's sampler settings, for the call's JSON
   p.max_tokens = kCallTokens;
-  p.temperature = base_.temperature;
-  p.top_p = base_.top_p;
-  p.top_k = base_.top_k;
-  p.seed = base_.seed;
+  p.stop.clear();
   p.json_schema = call_schema_;
   const std::size_t prompt_len = prompt.size();
   send(std::move(prompt), std::move(p),
