@@ -107,29 +107,15 @@ void attempt_failed(AgentActor* self, const std::string& reason, bool timed_out)
              (s.attempt == 1 ? "" : "s") + ": " + reason);
 }
 
-SamplingParams sampling_of(const workflows::GenerationSettings& g) {
-  SamplingParams p;
-  p.max_tokens = g.max_tokens;
-  p.temperature = g.temperature;
-  p.top_p = g.top_p;
-  p.top_k = g.top_k;
-  p.seed = g.seed;
-  p.stop = g.stop;
-  return p;
-}
-
-// Sends `prompt` to the cache actor through the run actor (which applies backpressure);
-// `then` runs with a successful result of this attempt.
-void send_request(AgentActor* self, std::vector<std::int32_t> prompt, SamplingParams sampling,
-                  std::function<void(AgentActor*, SeqResult&)> then) {
+// Sends `req` (its prompt, sampling and json_schema set) to the cache actor through the
+// run actor (which applies backpressure), as this agent's; `then` runs with a
+// successful result of this attempt.
+void send_request(AgentActor* self, SeqRequest req, std::function<void(AgentActor*, SeqResult&)> then) {
   auto& s = self->state;
-  SeqRequest req;
   req.request_id = next_request_id();
   req.tenant = s.env->tenant;
   req.run_id = s.env->run_id;
   req.tag = s.plan->id;
-  req.prompt = std::move(prompt);
-  req.sampling = std::move(sampling);
   if (s.env->stream_tokens && req.sampling.max_tokens > 0) req.listener = s.run;
   s.inflight = req.request_id;
   const int attempt = s.attempt;
@@ -173,13 +159,15 @@ void on_turn_result(AgentActor* self, bool constrained, SeqResult& r);
 
 void send_turn(AgentActor* self) {
   auto& s = self->state;
-  SamplingParams sampling = sampling_of(s.plan->generation);
+  SeqRequest req;
+  req.sampling = s.plan->generation;
   const bool constrained = !s.plan->output_schema.empty() && is_final_turn(s);
-  if (constrained) sampling.json_schema = s.plan->output_schema;
+  if (constrained) req.json_schema = s.plan->output_schema;
   if (s.tools)
-    return s.tools->turn(*s.conv, std::move(sampling),
+    return s.tools->turn(*s.conv, std::move(req),
                          [self, constrained](SeqResult& r) { on_turn_result(self, constrained, r); });
-  send_request(self, s.conv->prompt(), std::move(sampling),
+  req.prompt = s.conv->prompt();
+  send_request(self, std::move(req),
                [constrained](AgentActor* self, SeqResult& r) { on_turn_result(self, constrained, r); });
 }
 
@@ -337,9 +325,10 @@ void spawn_children(AgentActor* self) {
 void warm_prefix(AgentActor* self) {
   auto& s = self->state;
   s.stage = Stage::warm;
-  SamplingParams prefill_only;
-  prefill_only.max_tokens = 0;
-  send_request(self, prefix_ids(self), prefill_only, [](AgentActor* self, SeqResult&) { spawn_children(self); });
+  SeqRequest prefill_only;
+  prefill_only.prompt = prefix_ids(self);
+  prefill_only.sampling.max_tokens = 0;
+  send_request(self, std::move(prefill_only), [](AgentActor* self, SeqResult&) { spawn_children(self); });
 }
 
 // Moves to the next step of the execution contract after a finished turn.
@@ -385,9 +374,8 @@ void begin_attempt(AgentActor* self) {
   if (!s.plan->tools.empty())
     s.tools = std::make_unique<ToolLoop>(
         self, *s.env, *s.plan, s.report,
-        [self](std::vector<std::int32_t> prompt, SamplingParams sampling, ToolLoop::Then then) {
-          send_request(self, std::move(prompt), std::move(sampling),
-                       [then = std::move(then)](AgentActor*, SeqResult& r) { then(r); });
+        [self](SeqRequest req, ToolLoop::Then then) {
+          send_request(self, std::move(req), [then = std::move(then)](AgentActor*, SeqResult& r) { then(r); });
         },
         [self](const std::string& reason) { attempt_failed(self, reason, false); });
   arm_deadline(self);

@@ -15,7 +15,7 @@ ActorConfig::ActorConfig() {
   set("work-stealing.aggressive-poll-attempts", std::size_t{20});
   set("work-stealing.moderate-poll-attempts", std::size_t{50});
   set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds(200)});
-  add_message_type<SamplingParams>("arbor.SamplingParams");
+  add_message_type<SamplingSettings>("arbor.SamplingSettings");
   add_message_type<SeqRequest>("arbor.SeqRequest");
   add_message_type<SeqResult>("arbor.SeqResult");
   add_message_type<TokenEvent>("arbor.TokenEvent");

@@ -23,6 +23,32 @@
 #include <vector>
 
 #include "common/cache_stats.hpp"
+#include "common/sampling_settings.hpp"
+
+namespace arbor {
+
+// CAF's views of common/sampling_settings.hpp and common/cache_stats.hpp (found by ADL,
+// in the types' namespace).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, SamplingSettings& x) {
+  return f(caf::meta::type_name("SamplingSettings"), x.max_tokens, x.temperature, x.top_p, x.top_k, x.seed,
+           x.stop);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TenantCacheStats& x) {
+  return f(caf::meta::type_name("TenantCacheStats"), x.lookups, x.hit_tokens, x.miss_tokens, x.inserted_tokens,
+           x.evicted_pages, x.used_pages, x.quota_pages, x.num_sequences);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CacheStats& x) {
+  return f(caf::meta::type_name("CacheStats"), x.prompt_tokens, x.cached_tokens, x.computed_tokens,
+           x.generated_tokens, x.warmup_tokens, x.hit_ratio, x.pages_total, x.pages_used, x.pages_free,
+           x.pages_locked, x.pages_cached_idle, x.evictions, x.live_sequences, x.queued_requests, x.tenants);
+}
+
+}  // namespace arbor
 
 namespace arbor::actors {
 
@@ -34,28 +60,6 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using tool_atom = caf::atom_constant<caf::atom("tool")>;
 
-struct SamplingParams {
-  // 0 = prefill only: compute and cache the prompt, generate nothing (cache warming).
-  std::int32_t max_tokens = 128;
-  double temperature = 0.0;
-  double top_p = 1.0;
-  std::int32_t top_k = 0;
-  std::uint64_t seed = 0;
-  std::vector<std::string> stop;  // ignored with json_schema (the document decides the end)
-  // Constrained decoding: a JSON Schema (text; its key order is the generation order)
-  // that the output must follow; "" = free text. The scheduler compiles each distinct
-  // schema once (ConstraintCache) and masks every sampled token with it; generation
-  // stops when the document is complete. A schema it cannot enforce fails the request
-  // at submit (invalid_argument naming the keyword's JSON pointer).
-  std::string json_schema;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, SamplingParams& x) {
-  return f(caf::meta::type_name("SamplingParams"), x.max_tokens, x.temperature, x.top_p, x.top_k,
-           x.seed, x.stop, x.json_schema);
-}
-
 // One sequence: prefill `prompt` in `tenant`'s namespace, then generate.
 struct SeqRequest {
   std::uint64_t request_id = 0;  // unique per runtime (next_request_id()); cancel uses it
@@ -63,14 +67,21 @@ struct SeqRequest {
   std::string run_id;  // "" outside a workflow run; CancelRun cancels by it
   std::string tag;     // echoed in TokenEvent (the agent id)
   std::vector<std::int32_t> prompt;
-  SamplingParams sampling;
+  SamplingSettings sampling;  // max_tokens 0 = prefill only (cache warming)
+  // Constrained decoding: a JSON Schema (text; its key order is the generation order)
+  // that the output must follow; "" = free text. The scheduler compiles each distinct
+  // schema once (ConstraintCache) and masks every sampled token with it; generation
+  // stops when the document is complete (sampling.stop does not apply). A schema it
+  // cannot enforce fails the request at submit (invalid_argument naming the keyword's
+  // JSON pointer).
+  std::string json_schema;
   caf::actor listener;  // receives TokenEvent per decoded piece; null = no streaming
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SeqRequest& x) {
   return f(caf::meta::type_name("SeqRequest"), x.request_id, x.tenant, x.run_id, x.tag, x.prompt,
-           x.sampling, x.listener);
+           x.sampling, x.json_schema, x.listener);
 }
 
 struct SeqResult {
@@ -83,7 +94,7 @@ struct SeqResult {
   std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   double ttft_ms = 0, prefill_ms = 0, decode_ms = 0, queue_ms = 0;
   std::string finish_reason;  // "stop" | "length" | "cancelled" | "prefill"
-  // With sampling.json_schema: the document (== text) once it is complete, parsed and
+  // With json_schema: the document (== text) once it is complete, parsed and
   // validated against the schema; "" when generation stopped before (finish "length",
   // "cancelled").
   std::string json;
@@ -172,28 +183,6 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, PriorityRequest& x) {
   return f(caf::meta::type_name("PriorityRequest"), x.tenant, x.tokens, x.priority);
 }
-
-}  // namespace arbor::actors
-
-namespace arbor {
-
-// CAF's view of common/cache_stats.hpp (found by ADL, next to the types' namespace).
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, TenantCacheStats& x) {
-  return f(caf::meta::type_name("TenantCacheStats"), x.lookups, x.hit_tokens, x.miss_tokens, x.inserted_tokens,
-           x.evicted_pages, x.used_pages, x.quota_pages, x.num_sequences);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, CacheStats& x) {
-  return f(caf::meta::type_name("CacheStats"), x.prompt_tokens, x.cached_tokens, x.computed_tokens,
-           x.generated_tokens, x.warmup_tokens, x.hit_ratio, x.pages_total, x.pages_used, x.pages_free,
-           x.pages_locked, x.pages_cached_idle, x.evictions, x.live_sequences, x.queued_requests, x.tenants);
-}
-
-}  // namespace arbor
-
-namespace arbor::actors {
 
 // The cache actor's figures at one instant: the public CacheStats (what
 // Runtime::cache_stats returns) plus what only tests and benchmarks read. The full

@@ -125,8 +125,8 @@ void Scheduler::submit(SeqRequest request, std::uint64_t owner, TokenFn on_token
     return;
   }
   std::shared_ptr<const model::CompiledConstraint> constraint;
-  if (!request.sampling.json_schema.empty()) {
-    auto compiled = constraints_.get(request.sampling.json_schema);
+  if (!request.json_schema.empty()) {
+    auto compiled = constraints_.get(request.json_schema);
     if (!compiled) {
       done(error_result(request.request_id, compiled.error()));
       return;
@@ -191,17 +191,10 @@ Scheduler::Admit Scheduler::try_admit(Pending& p) {
   l->prompt_len = r.prompt.size();
   l->cached = l->computed = l->committed = cached;
   l->admitted = Clock::now();
-  model::SamplerConfig sc;
-  sc.temperature = float(r.sampling.temperature);
-  sc.top_k = r.sampling.top_k;
-  sc.top_p = float(r.sampling.top_p);
-  sc.seed = r.sampling.seed;
-  l->sampler = std::make_unique<model::Sampler>(sc);
-  model::StopConfig stop;
-  stop.end_of_generation_ids = config_.model->tokenizer().end_of_generation_ids();
-  if (!p.constraint) stop.stop_strings = r.sampling.stop;  // a document ends by its grammar
-  stop.max_tokens = r.sampling.max_tokens;
-  l->stop = std::make_unique<model::StopChecker>(std::move(stop));
+  l->sampler = std::make_unique<model::Sampler>(r.sampling);
+  SamplingSettings stop_at = r.sampling;
+  if (p.constraint) stop_at.stop.clear();  // a document ends by its grammar
+  l->stop = std::make_unique<model::StopChecker>(stop_at, config_.model->tokenizer().end_of_generation_ids());
   if (p.constraint) l->constraint = std::make_unique<model::JsonConstraint>(p.constraint);
   if (r.sampling.max_tokens > 0) {  // a warm-up's tokens count in warmup_tokens_ as computed
     prompt_tokens_ += l->prompt_len;

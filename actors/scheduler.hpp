@@ -31,7 +31,7 @@
 //   3. commits each prefill chunk's full pages (others may match them at once), samples
 //      where a prompt was finished or a decode row ran, applies stop conditions, and
 //      closes finished sequences (locks released; cached pages stay).
-// Constrained decoding (sampling.json_schema): the schema compiles at submit, once
+// Constrained decoding (SeqRequest::json_schema): the schema compiles at submit, once
 // per distinct text (ConstraintCache); a schema it cannot enforce fails the request
 // there. Each step, a constrained sequence samples only among the tokens its
 // JsonConstraint allows (the others' logits are masked) and finishes ("stop") as soon
@@ -158,7 +158,7 @@ class Scheduler {
     bool decoding = false;
     std::unique_ptr<model::Sampler> sampler;
     std::unique_ptr<model::StopChecker> stop;
-    std::unique_ptr<model::JsonConstraint> constraint;  // with sampling.json_schema
+    std::unique_ptr<model::JsonConstraint> constraint;  // with json_schema
     std::vector<std::int32_t> generated;
     Clock::time_point admitted, first_token;
   };

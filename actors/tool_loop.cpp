@@ -41,9 +41,9 @@ std::vector<std::int32_t> ToolLoop::plain_ids(std::string_view text) const {
   return env_.model->tokenizer().encode(text, false);
 }
 
-void ToolLoop::turn(Conversation& conv, SamplingParams sampling, Then then) {
+void ToolLoop::turn(Conversation& conv, SeqRequest base, Then then) {
   conv_ = &conv;
-  base_ = std::move(sampling);
+  base_ = std::move(base);
   then_ = std::move(then);
   forced_ = plan_.tool_required && calls_ < plan_.max_tool_calls;
   round();
@@ -51,11 +51,11 @@ void ToolLoop::turn(Conversation& conv, SamplingParams sampling, Then then) {
 
 // Sends through the agent; measures what the first request after a tool result
 // prefills beyond its new messages.
-void ToolLoop::send(std::vector<std::int32_t> prompt, SamplingParams sampling,
-                    std::function<void(ToolLoop&, SeqResult&)> then) {
+void ToolLoop::send(SeqRequest request, std::function<void(ToolLoop&, SeqResult&)> then) {
   const bool measure = std::exchange(after_tool_, false);
-  const std::uint64_t new_tokens = prompt.size() > known_len_ ? prompt.size() - known_len_ : 0;
-  send_(std::move(prompt), std::move(sampling),
+  const std::size_t prompt_len = request.prompt.size();
+  const std::uint64_t new_tokens = prompt_len > known_len_ ? prompt_len - known_len_ : 0;
+  send_(std::move(request),
         [this, alive = std::weak_ptr<int>(alive_), measure, new_tokens, then = std::move(then)](SeqResult& r) {
           if (alive.expired()) return;
           if (measure && r.computed_tokens > new_tokens) report_.tool_recomputed_tokens += r.computed_tokens - new_tokens;
@@ -66,11 +66,12 @@ void ToolLoop::send(std::vector<std::int32_t> prompt, SamplingParams sampling,
 void ToolLoop::round() {
   if (std::exchange(forced_, false)) return call(plain_ids(model::kToolCallOpen), std::string(model::kToolCallOpen));
   if (calls_ >= plan_.max_tool_calls) return final_round();
-  SamplingParams p = base_;
-  p.json_schema.clear();
-  p.stop.emplace_back(model::kToolCallOpen);
-  const std::size_t prompt_len = conv_->prompt().size();
-  send(conv_->prompt(), std::move(p), [prompt_len](ToolLoop& l, SeqResult& r) { l.on_free(r, prompt_len); });
+  SeqRequest req = base_;
+  req.prompt = conv_->prompt();
+  req.json_schema.clear();
+  req.sampling.stop.emplace_back(model::kToolCallOpen);
+  const std::size_t prompt_len = req.prompt.size();
+  send(std::move(req), [prompt_len](ToolLoop& l, SeqResult& r) { l.on_free(r, prompt_len); });
 }
 
 // A free round ended: at "<tool_call>" (a call follows), or with an answer.
@@ -102,12 +103,13 @@ void ToolLoop::on_free(SeqResult& r, std::size_t prompt_len) {
 void ToolLoop::call(std::vector<std::int32_t> head_ids, std::string head_text) {
   std::vector<std::int32_t> prompt = conv_->prompt();
   prompt.insert(prompt.end(), head_ids.begin(), head_ids.end());
-  SamplingParams p = base_;  // the agent's sampler settings, for the call's JSON
-  p.max_tokens = kCallTokens;
-  p.stop.clear();
-  p.json_schema = call_schema_;
-  const std::size_t prompt_len = prompt.size();
-  send(std::move(prompt), std::move(p),
+  SeqRequest req = base_;  // the agent's sampler settings, for the call's JSON
+  req.prompt = std::move(prompt);
+  req.sampling.max_tokens = kCallTokens;
+  req.sampling.stop.clear();
+  req.json_schema = call_schema_;
+  const std::size_t prompt_len = req.prompt.size();
+  send(std::move(req),
        [head_ids = std::move(head_ids), head_text = std::move(head_text), prompt_len](ToolLoop& l, SeqResult& r) {
          l.on_call(r, head_ids, head_text, prompt_len);
        });
@@ -172,7 +174,9 @@ void ToolLoop::finish_call(const std::string& status, std::string text, double m
 // The answer: tools withdrawn (budget spent), or constrained by the output_schema.
 void ToolLoop::final_round() {
   const bool spent = calls_ >= plan_.max_tool_calls;
-  send(conv_->prompt(), base_, [spent](ToolLoop& l, SeqResult& r) {
+  SeqRequest req = base_;
+  req.prompt = conv_->prompt();
+  send(std::move(req), [spent](ToolLoop& l, SeqResult& r) {
     auto fail = l.fail_;
     auto then = l.then_;  // either may end this attempt, and this loop with it
     if (spent && r.json.empty() && r.text.find(model::kToolCallOpen) != std::string::npos)

@@ -49,8 +49,9 @@ inline constexpr std::size_t kMaxToolResultBytes = 8192;
 class ToolLoop {
  public:
   using Then = std::function<void(SeqResult&)>;
-  // Sends one request of the agent's attempt; `then` runs with its successful result.
-  using Send = std::function<void(std::vector<std::int32_t> prompt, SamplingParams sampling, Then then)>;
+  // Sends one request of the agent's attempt (prompt, sampling and json_schema set);
+  // `then` runs with its successful result.
+  using Send = std::function<void(SeqRequest request, Then then)>;
   using Fail = std::function<void(const std::string& reason)>;
 
   ToolLoop(caf::event_based_actor* self, const RunEnv& env, const workflows::AgentPlan& plan, AgentReport& report,
@@ -61,14 +62,15 @@ class ToolLoop {
 
   // The system block describing the agent's tools (after the shared prefix's block).
   const std::string& system_text() const { return system_text_; }
-  // Runs one turn of `conv` (its prompt ends with the generation prompt) with
-  // `sampling` (its json_schema, if any, constrains the answer); `then` gets the answer.
-  void turn(Conversation& conv, SamplingParams sampling, Then then);
+  // Runs one turn of `conv` (its prompt ends with the generation prompt) with the
+  // sampling of `base` (its json_schema, if any, constrains the answer; its prompt is
+  // not read); `then` gets the answer.
+  void turn(Conversation& conv, SeqRequest base, Then then);
   // The agent's handlers: a handler's result, and the timeout of call `call_id`.
   void on_done(ToolDone& done);
 
  private:
-  void send(std::vector<std::int32_t> prompt, SamplingParams sampling, std::function<void(ToolLoop&, SeqResult&)> then);
+  void send(SeqRequest request, std::function<void(ToolLoop&, SeqResult&)> then);
   void round();
   void on_free(SeqResult& r, std::size_t prompt_len);
   void call(std::vector<std::int32_t> head_ids, std::string head_text);
@@ -90,7 +92,7 @@ class ToolLoop {
 
   // Per turn:
   Conversation* conv_ = nullptr;
-  SamplingParams base_;
+  SeqRequest base_;  // the turn's sampling and json_schema
   Then then_;
   bool forced_ = false;
   // Per attempt:

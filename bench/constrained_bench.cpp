@@ -95,7 +95,7 @@ RunFigures run(Engine& engine, cache::PagePool& pool, const Model& model,
   std::vector<float> logits;
   for (int i = 0; i < batch; ++i) {
     auto& q = seqs[std::size_t(i)];
-    q.sampler = Sampler({.temperature = 0.7f, .top_k = 40, .seed = seed + std::uint64_t(i)});
+    q.sampler = Sampler({.temperature = 0.7, .top_k = 40, .seed = seed + std::uint64_t(i)});
     if (compiled) q.constraint = std::make_unique<JsonConstraint>(compiled);
     auto out = prefill(engine, pool, q.kv, ids, 512);
     if (!out) {

@@ -53,7 +53,7 @@ void check_documents(const std::string& text, bool chat) {
 
   // Token pieces: the text cut every 1..4 bytes (cut widths from the text itself), then
   // an end-of-generation token.
-  arbor::model::StopChecker checker({.end_of_generation_ids = {0}});
+  arbor::model::StopChecker checker({.max_tokens = -1}, {0});
   std::string streamed;
   std::size_t pos = 0;
   while (pos <= text.size()) {

@@ -93,28 +93,32 @@ void keep_top_p(std::vector<TokenProb>& c, float p) {
   renormalise(c);
 }
 
-Sampler::Sampler(SamplerConfig config) : config_(config), rng_(config.seed) {}
+Sampler::Sampler(const SamplingSettings& settings)
+    : temperature_(float(settings.temperature)),
+      top_k_(settings.top_k),
+      top_p_(float(settings.top_p)),
+      rng_(settings.seed) {}
 
 std::int32_t Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) return -1;
   if (is_greedy()) return argmax(logits);
   std::vector<TokenProb> c;
-  if (config_.top_k > 0 && std::size_t(config_.top_k) < logits.size()) {
+  if (top_k_ > 0 && std::size_t(top_k_) < logits.size()) {
     // Only the top k matter: select them before the softmax sort (O(V log k)).
     std::vector<std::int32_t> ids(logits.size());
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t(i);
-    std::partial_sort(ids.begin(), ids.begin() + config_.top_k, ids.end(),
+    std::partial_sort(ids.begin(), ids.begin() + top_k_, ids.end(),
                       [&](std::int32_t a, std::int32_t b) {
                         return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
                       });
-    std::vector<float> top(std::size_t(config_.top_k));
-    for (int i = 0; i < config_.top_k; ++i) top[i] = logits[ids[i]];
-    c = softmax_candidates(top, config_.temperature);
+    std::vector<float> top(static_cast<std::size_t>(top_k_));
+    for (int i = 0; i < top_k_; ++i) top[i] = logits[ids[i]];
+    c = softmax_candidates(top, temperature_);
     for (auto& t : c) t.id = ids[t.id];
   } else {
-    c = softmax_candidates(logits, config_.temperature);
+    c = softmax_candidates(logits, temperature_);
   }
-  keep_top_p(c, config_.top_p);
+  keep_top_p(c, top_p_);
   const double u = rng_.uniform();
   double cumulative = 0;
   for (const auto& t : c) {

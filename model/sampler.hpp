@@ -5,6 +5,8 @@
 // Pipeline (sample): temperature <= 0 or top_k == 1 -> argmax. Otherwise softmax of
 // logits / temperature, keep the top_k most probable (0 = all), renormalise, keep the
 // smallest most-probable prefix whose mass >= top_p, draw with the RNG.
+// Settings: SamplingSettings (common/sampling_settings.hpp); the Sampler reads
+// temperature, top_k, top_p and seed (temperature and top_p as float).
 // A Sampler holds one sequence's RNG state: not thread-safe, one per sequence.
 // Cost: O(V) greedy; O(V log k) with top_k, O(V log V) with top_p only.
 //
@@ -19,16 +21,11 @@
 #include <span>
 #include <vector>
 
+#include "common/sampling_settings.hpp"
+
 namespace arbor::model {
 
 class TokenMask;
-
-struct SamplerConfig {
-  float temperature = 0.0f;  // <= 0: greedy
-  int top_k = 0;             // 0: off
-  float top_p = 1.0f;        // >= 1: off
-  std::uint64_t seed = 0;
-};
 
 // xoshiro256** seeded through splitmix64.
 class SamplerRng {
@@ -57,16 +54,17 @@ void keep_top_p(std::vector<TokenProb>& candidates, float p);
 
 class Sampler {
  public:
-  explicit Sampler(SamplerConfig config);
+  explicit Sampler(const SamplingSettings& settings);
   // Picks the next token; advances the RNG unless greedy. -1 for empty logits.
   std::int32_t sample(std::span<const float> logits);
   // Picks among `allowed` only (same RNG use as sample()); -1 when nothing is allowed.
   std::int32_t sample(std::span<const float> logits, const TokenMask& allowed);
-  const SamplerConfig& config() const { return config_; }
-  bool is_greedy() const { return config_.temperature <= 0.0f || config_.top_k == 1; }
+  bool is_greedy() const { return temperature_ <= 0.0f || top_k_ == 1; }
 
  private:
-  SamplerConfig config_;
+  float temperature_;
+  int top_k_;
+  float top_p_;
   SamplerRng rng_;
   std::vector<float> masked_;  // scratch for masked sampling
 };

@@ -16,15 +16,18 @@ const char* to_string(StopReason reason) {
   return "unknown";
 }
 
-StopChecker::StopChecker(StopConfig config) : config_(std::move(config)) {
-  std::erase_if(config_.stop_strings, [](const std::string& s) { return s.empty(); });
-  for (const auto& s : config_.stop_strings) max_stop_len_ = std::max(max_stop_len_, s.size());
+StopChecker::StopChecker(const SamplingSettings& settings, std::vector<std::int32_t> end_of_generation_ids)
+    : end_of_generation_ids_(std::move(end_of_generation_ids)),
+      stop_strings_(settings.stop),
+      max_tokens_(settings.max_tokens) {
+  std::erase_if(stop_strings_, [](const std::string& s) { return s.empty(); });
+  for (const auto& s : stop_strings_) max_stop_len_ = std::max(max_stop_len_, s.size());
 }
 
 StopReason StopChecker::push(std::int32_t id, std::string_view piece) {
   if (reason_ != StopReason::none) return reason_;
   ++num_tokens_;
-  const auto& eog = config_.end_of_generation_ids;
+  const auto& eog = end_of_generation_ids_;
   if (std::find(eog.begin(), eog.end(), id) != eog.end()) return reason_ = StopReason::end_of_generation;
   // A new match must end inside the new piece, so it starts at most max_stop_len - 1
   // bytes before it.
@@ -32,13 +35,13 @@ StopReason StopChecker::push(std::int32_t id, std::string_view piece) {
   text_ += piece;
   const std::size_t from = old_size >= max_stop_len_ ? old_size - max_stop_len_ + 1 : 0;
   std::size_t cut = std::string::npos;
-  for (const auto& s : config_.stop_strings) cut = std::min(cut, text_.find(s, from));
+  for (const auto& s : stop_strings_) cut = std::min(cut, text_.find(s, from));
   if (cut != std::string::npos) {
     text_.resize(cut);
     emitted_ = std::min(emitted_, text_.size());
     return reason_ = StopReason::stop_string;
   }
-  if (config_.max_tokens >= 0 && num_tokens_ >= config_.max_tokens) return reason_ = StopReason::max_tokens;
+  if (max_tokens_ >= 0 && num_tokens_ >= max_tokens_) return reason_ = StopReason::max_tokens;
   return StopReason::none;
 }
 
@@ -46,7 +49,7 @@ std::size_t StopChecker::safe_end() const {
   if (reason_ != StopReason::none) return text_.size();
   std::size_t end = text_.size();
   // Hold back the longest suffix that could still grow into a stop string.
-  for (const auto& s : config_.stop_strings) {
+  for (const auto& s : stop_strings_) {
     for (std::size_t n = std::min(s.size() - 1, text_.size()); n > 0; --n) {
       if (text_.compare(text_.size() - n, n, s, 0, n) == 0) {
         end = std::min(end, text_.size() - n);

@@ -19,20 +19,18 @@
 #include <string_view>
 #include <vector>
 
+#include "common/sampling_settings.hpp"
+
 namespace arbor::model {
 
 enum class StopReason { none, end_of_generation, stop_string, max_tokens };
 const char* to_string(StopReason reason);
 
-struct StopConfig {
-  std::vector<std::int32_t> end_of_generation_ids;
-  std::vector<std::string> stop_strings;  // empty strings are ignored
-  int max_tokens = -1;                    // < 0: no limit
-};
-
 class StopChecker {
  public:
-  explicit StopChecker(StopConfig config);
+  // Stops at settings.stop (empty strings are ignored), after settings.max_tokens
+  // tokens (< 0: no limit), or at any of the end-of-generation ids.
+  StopChecker(const SamplingSettings& settings, std::vector<std::int32_t> end_of_generation_ids);
 
   // Records one generated token and its bytes (Tokenizer::token_to_piece). Returns the
   // reason to stop, or none. An end-of-generation token adds no text. After a stop,
@@ -51,7 +49,9 @@ class StopChecker {
  private:
   std::size_t safe_end() const;
 
-  StopConfig config_;
+  std::vector<std::int32_t> end_of_generation_ids_;
+  std::vector<std::string> stop_strings_;
+  int max_tokens_;
   std::string text_;  // raw token bytes
   std::size_t emitted_ = 0;
   std::size_t max_stop_len_ = 0;

@@ -81,17 +81,6 @@ caf::behavior generation_actor(caf::event_based_actor* self, caf::actor cache, a
   };
 }
 
-actors::SamplingParams sampling_of(const SamplingOptions& s) {
-  actors::SamplingParams p;
-  p.max_tokens = s.max_tokens;
-  p.temperature = s.temperature;
-  p.top_p = s.top_p;
-  p.top_k = s.top_k;
-  p.seed = s.seed;
-  p.stop = s.stop;
-  return p;
-}
-
 }  // namespace
 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -253,8 +242,8 @@ Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
   }
   req.request_id = actors::next_request_id();
   req.tenant = request.tenant.empty() ? "default" : request.tenant;
-  req.sampling = sampling_of(request.sampling);
-  if (request.json_schema) req.sampling.json_schema = *request.json_schema;
+  req.sampling = request.sampling;
+  if (request.json_schema) req.json_schema = *request.json_schema;
 
   auto state = std::make_shared<GenerationHandle::State>();
   state->cache = impl_->cache;

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sampling_settings.hpp"
 #include "workflows/diagnostics.hpp"
 #include "workflows/template.hpp"
 
@@ -50,15 +51,6 @@ struct PrefixSpec {
   // system + "\n\n" + documents (or just one of them): byte-identical for every agent
   // that names this prefix, so its token ids (and KV pages) can be shared.
   std::string text;
-};
-
-struct GenerationSettings {
-  int max_tokens = 128;      // 1..8192
-  double temperature = 0.0;  // 0..2; 0 = greedy
-  double top_p = 1.0;        // (0, 1]
-  int top_k = 0;             // 0 = off
-  std::uint64_t seed = 0;
-  std::vector<std::string> stop;  // generation stops after any of these strings
 };
 
 enum class Layout { prefix_first, task_first };
@@ -86,7 +78,9 @@ struct AgentPlan {
   std::optional<Template> task;    // absent only for agents with children and a fan_in
   std::vector<Template> turns;     // follow-up turns, in order
   std::optional<Template> fan_in;  // set only when children is non-empty
-  GenerationSettings generation;
+  // defaults.generation, then the agent's; the parser checks max_tokens 1..8192,
+  // temperature 0..2, top_p (0, 1], top_k 0..2^20 (workflows/parser.cpp).
+  SamplingSettings generation;
   int max_retries = 1;             // 0..10
   std::int64_t timeout_ms = 120000;  // > 0, per attempt of the whole agent
   // A JSON Schema (compact text, keys in the order written: the generation order) that

@@ -6,7 +6,7 @@ namespace arbor::workflows {
 
 namespace {
 
-GenerationSettings merge(GenerationSettings g, const GenerationSpec& s) {
+SamplingSettings merge(SamplingSettings g, const GenerationSpec& s) {
   if (s.max_tokens) g.max_tokens = *s.max_tokens;
   if (s.temperature) g.temperature = *s.temperature;
   if (s.top_p) g.top_p = *s.top_p;
@@ -76,7 +76,7 @@ class Builder {
       a.task = n.task;
       a.turns = n.turns;
       a.fan_in = n.fan_in;
-      a.generation = merge(merge(GenerationSettings{}, spec_.default_generation), s.generation);
+      a.generation = merge(merge(SamplingSettings{}, spec_.default_generation), s.generation);
       a.max_retries = s.max_retries.value_or(spec_.default_max_retries.value_or(a.max_retries));
       a.timeout_ms = s.timeout_ms.value_or(spec_.default_timeout_ms.value_or(a.timeout_ms));
       a.output_schema = s.output_schema;

@@ -142,7 +142,7 @@ int run_workflows(const RunOptions& o) {
 
 // The built-in generation settings a workflow's agents get where it sets none.
 std::string generation_defaults_text() {
-  const workflows::GenerationSettings g;
+  const SamplingSettings g;
   char text[512];
   std::snprintf(text, sizeof text,
                 "Agents generate with the workflow's \"generation\" settings (defaults.generation, then the agent's);\n"

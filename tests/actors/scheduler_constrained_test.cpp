@@ -44,7 +44,7 @@ SeqRequest request(const std::string& ask, const std::string& schema, int max_to
   req.tenant = "t";
   req.prompt = chat_prompt("You reply with one JSON document and nothing else.", ask);
   req.sampling.max_tokens = max_tokens;
-  req.sampling.json_schema = schema;
+  req.json_schema = schema;
   return req;
 }
 

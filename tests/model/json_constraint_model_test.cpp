@@ -43,7 +43,7 @@ class ConstrainedModel : public ::testing::Test {
   }
 
   Output generate(const std::shared_ptr<const CompiledConstraint>& compiled, const std::string& schema_text,
-                  const std::string& prompt, SamplerConfig sampling, int max_tokens) {
+                  const std::string& prompt, SamplingSettings sampling, int max_tokens) {
     const auto tmpl = ChatTemplate::from_gguf(model_->file());
     const std::vector<ChatMessage> messages = {
         {"system", "You are a helpful assistant. You reply with one JSON document and nothing else."},
@@ -108,8 +108,8 @@ TEST_F(ConstrainedModel, GreedyOutputIsValidAndStable) {
 TEST_F(ConstrainedModel, EveryOutputParsesAndValidates) {
   const std::vector<std::string> prompts = {"Describe a fictional person.", "Give me some data about a city.",
                                             "Invent a product for a shop.", "Answer with anything you like."};
-  const std::vector<SamplerConfig> samplings = {
-      {}, {.temperature = 0.8f, .seed = 1}, {.temperature = 1.2f, .top_k = 50, .top_p = 0.95f, .seed = 7}};
+  const std::vector<SamplingSettings> samplings = {
+      {}, {.temperature = 0.8, .seed = 1}, {.temperature = 1.2, .top_p = 0.95, .top_k = 50, .seed = 7}};
   testing::Gen g(4242);
   int cases = 0, total_tokens = 0;
   const int wanted = 30 / testing::kCaseDivisor;

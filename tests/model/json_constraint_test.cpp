@@ -266,13 +266,13 @@ TEST_F(ConstraintTest, SamplerPicksOnlyAllowedTokens) {
     if (logits[std::size_t(id)] > logits[std::size_t(best)]) best = id;
   EXPECT_EQ(greedy.sample(logits, allowed), best);
   for (std::uint64_t seed = 0; seed < 50; ++seed) {
-    Sampler s({.temperature = 1.0f, .top_k = 40, .top_p = 0.9f, .seed = seed});
+    Sampler s({.temperature = 1.0, .top_p = 0.9, .top_k = 40, .seed = seed});
     EXPECT_TRUE(allowed.allows(s.sample(logits, allowed)));
   }
   // An all-allowed mask leaves sampling unchanged.
   TokenMask all(trie_->vocab_size());
   for (std::int32_t id = 0; id < all.size(); ++id) all.allow(id);
-  Sampler a({.temperature = 0.8f, .top_p = 0.95f, .seed = 3}), b({.temperature = 0.8f, .top_p = 0.95f, .seed = 3});
+  Sampler a({.temperature = 0.8, .top_p = 0.95, .seed = 3}), b({.temperature = 0.8, .top_p = 0.95, .seed = 3});
   for (int i = 0; i < 20; ++i) EXPECT_EQ(a.sample(logits), b.sample(logits, all));
   EXPECT_EQ(greedy.sample(logits, TokenMask(trie_->vocab_size())), -1);
 }

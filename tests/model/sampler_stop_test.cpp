@@ -8,7 +8,7 @@ namespace arbor::model {
 namespace {
 
 TEST(StopChecker, EndOfGenerationAddsNoText) {
-  StopChecker c({.end_of_generation_ids = {2, 0}});
+  StopChecker c({}, {2, 0});
   EXPECT_EQ(c.push(10, "Hello"), StopReason::none);
   EXPECT_EQ(c.push(2, "<|im_end|>"), StopReason::end_of_generation);
   EXPECT_EQ(c.text(), "Hello");
@@ -17,7 +17,7 @@ TEST(StopChecker, EndOfGenerationAddsNoText) {
 }
 
 TEST(StopChecker, MaxTokens) {
-  StopChecker c({.max_tokens = 3});
+  StopChecker c({.max_tokens = 3}, {});
   EXPECT_EQ(c.push(1, "a"), StopReason::none);
   EXPECT_EQ(c.push(1, "b"), StopReason::none);
   EXPECT_EQ(c.push(1, "c"), StopReason::max_tokens);
@@ -26,7 +26,7 @@ TEST(StopChecker, MaxTokens) {
 }
 
 TEST(StopChecker, StopStringSpanningTokensIsTrimmed) {
-  StopChecker c({.stop_strings = {"\nUser:"}});
+  StopChecker c({.stop = {"\nUser:"}}, {});
   std::string streamed;
   for (const char* piece : {"The answer", " is 4.", "\nUs", "er", ": next"}) {
     const auto r = c.push(5, piece);
@@ -39,13 +39,13 @@ TEST(StopChecker, StopStringSpanningTokensIsTrimmed) {
 }
 
 TEST(StopChecker, StopStringInsideOnePieceAndEarliestWins) {
-  StopChecker c({.stop_strings = {"END", "ND!"}});
+  StopChecker c({.stop = {"END", "ND!"}}, {});
   EXPECT_EQ(c.push(1, "abcEND!xyz"), StopReason::stop_string);
   EXPECT_EQ(c.text(), "abc");
 }
 
 TEST(StopChecker, FalseStartIsReleased) {
-  StopChecker c({.stop_strings = {"###"}});
+  StopChecker c({.stop = {"###"}}, {});
   EXPECT_EQ(c.push(1, "a#"), StopReason::none);
   EXPECT_EQ(c.take_ready(), "a");
   EXPECT_EQ(c.push(1, "#b"), StopReason::none);
@@ -54,7 +54,7 @@ TEST(StopChecker, FalseStartIsReleased) {
 }
 
 TEST(StopChecker, HoldsBackIncompleteUtf8) {
-  StopChecker c({});
+  StopChecker c({}, {});
   c.push(1, "\xC3");  // first byte of 'ä'
   EXPECT_EQ(c.take_ready(), "");
   c.push(1, "\xA4!");
@@ -68,7 +68,7 @@ TEST(StopChecker, HoldsBackIncompleteUtf8) {
 // max_tokens can end a sequence inside a character: the final text and the stream both
 // end with U+FFFD instead of half a character (invalid UTF-8 broke every JSON dump).
 TEST(StopChecker, CharacterCutByMaxTokensEndsAsReplacement) {
-  StopChecker c({.max_tokens = 2});
+  StopChecker c({.max_tokens = 2}, {});
   EXPECT_EQ(c.push(1, "ok "), StopReason::none);
   EXPECT_EQ(c.take_ready(), "ok ");
   EXPECT_EQ(c.push(1, "\xF0\x9F"), StopReason::max_tokens);  // half an emoji, then the budget is spent
@@ -77,7 +77,7 @@ TEST(StopChecker, CharacterCutByMaxTokensEndsAsReplacement) {
 }
 
 TEST(StopChecker, InvalidBytesAreReplacedWhileStreaming) {
-  StopChecker c({});
+  StopChecker c({}, {});
   std::string streamed;
   for (const char* piece : {"a\xFF", "\x80" "b", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x82", "\xAC" "z"}) {
     c.push(1, piece);
@@ -91,7 +91,7 @@ TEST(StopChecker, InvalidBytesAreReplacedWhileStreaming) {
 }
 
 TEST(StopChecker, CancelledMidCharacterTextIsValid) {
-  StopChecker c({});
+  StopChecker c({}, {});
   c.push(1, "abc\xE2\x82");
   EXPECT_EQ(c.take_ready(), "abc");
   EXPECT_EQ(c.text(), "abc\xEF\xBF\xBD");  // what a cancelled sequence reports

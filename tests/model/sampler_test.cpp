@@ -17,7 +17,7 @@ std::vector<float> logits_of(std::initializer_list<double> probs) {
 TEST(Sampler, GreedyPicksArgmax) {
   const std::vector<float> logits = {0.1f, 2.5f, -1.0f, 2.4f, 2.5f};
   EXPECT_EQ(argmax(logits), 1);  // first of equal maxima
-  Sampler greedy({.temperature = 0.0f});
+  Sampler greedy({.temperature = 0.0});
   EXPECT_EQ(greedy.sample(logits), 1);
   const std::vector<float> neg = {-5.0f, -3.0f, -4.0f};
   EXPECT_EQ(greedy.sample(neg), 1);
@@ -29,7 +29,7 @@ TEST(Sampler, TopKOneEqualsGreedy) {
   SamplerRng rng(7);
   for (int trial = 0; trial < 50; ++trial) {
     for (auto& l : logits) l = float(rng.uniform() * 10.0);
-    Sampler s({.temperature = 1.5f, .top_k = 1, .seed = std::uint64_t(trial)});
+    Sampler s({.temperature = 1.5, .top_k = 1, .seed = std::uint64_t(trial)});
     EXPECT_EQ(s.sample(logits), argmax(logits));
   }
 }
@@ -38,7 +38,7 @@ TEST(Sampler, SameSeedSameSequenceDifferentSeedDiffers) {
   std::vector<float> logits(500);
   for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = float(std::sin(double(i)) * 3.0);
   auto run = [&](std::uint64_t seed) {
-    Sampler s({.temperature = 1.0f, .top_k = 40, .top_p = 0.95f, .seed = seed});
+    Sampler s({.temperature = 1.0, .top_p = 0.95, .top_k = 40, .seed = seed});
     std::vector<std::int32_t> out;
     for (int i = 0; i < 64; ++i) out.push_back(s.sample(logits));
     return out;
@@ -84,7 +84,7 @@ TEST(Sampler, TopPKeepsSmallestSetReachingP) {
 
 TEST(Sampler, TopPNeverSamplesOutsideTheNucleus) {
   const auto logits = logits_of({0.05, 0.5, 0.05, 0.3, 0.1});
-  Sampler s({.temperature = 1.0f, .top_p = 0.75f, .seed = 3});
+  Sampler s({.temperature = 1.0, .top_p = 0.75, .seed = 3});
   std::map<std::int32_t, int> counts;
   for (int i = 0; i < 4000; ++i) ++counts[s.sample(logits)];
   EXPECT_EQ(counts.size(), 2u);
@@ -104,7 +104,7 @@ TEST(Sampler, TemperatureSharpensAndFlattens) {
 
 TEST(Sampler, SamplingFollowsTheDistribution) {
   const auto logits = logits_of({0.2, 0.5, 0.3});
-  Sampler s({.temperature = 1.0f, .seed = 99});
+  Sampler s({.temperature = 1.0, .seed = 99});
   std::map<std::int32_t, int> counts;
   const int n = 20000;
   for (int i = 0; i < n; ++i) ++counts[s.sample(logits)];

@@ -245,7 +245,7 @@ TEST(Cli, HelpOnEverySubcommandGoesToStdoutWithEachOptionAndItsDefault) {
   EXPECT_EQ(sampling.temperature, 0.0);  // shown as "default 0"
   EXPECT_NE(generate.out.find("greedy [in 0..100, default 0]"), std::string::npos) << generate.out;
   const Streams run_help = run_streams("help run");
-  const arbor::workflows::GenerationSettings generation;
+  const arbor::SamplingSettings generation;
   EXPECT_EQ(run_help.status, 0);
   EXPECT_NE(run_help.out.find("max_tokens " + std::to_string(generation.max_tokens) + ", temperature 0 (greedy)"),
             std::string::npos)

@@ -197,8 +197,8 @@ TEST(Settings, AgentOverridesDefaultsOverridesBuiltins) {
   auto r = load(R"({"name": "x", "defaults": {"generation": {"temperature": 0.7, "stop": ["END"]}, "timeout_ms": 5},
   "agents": [{"id": "a", "task": "t", "generation": {"top_k": 40, "stop": []}, "max_retries": 3}]})");
   ASSERT_TRUE(r.has_value()) << r.error().format();
-  const GenerationSettings& g = r->agents[0].generation;
-  EXPECT_EQ(g.max_tokens, GenerationSettings{}.max_tokens);
+  const SamplingSettings& g = r->agents[0].generation;
+  EXPECT_EQ(g.max_tokens, SamplingSettings{}.max_tokens);
   EXPECT_DOUBLE_EQ(g.temperature, 0.7);
   EXPECT_EQ(g.top_k, 40);
   EXPECT_TRUE(g.stop.empty());

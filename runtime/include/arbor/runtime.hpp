@@ -28,6 +28,7 @@
 #include "common/cache_stats.hpp"
 #include "common/document_access.hpp"
 #include "common/result.hpp"
+#include "common/sampling_settings.hpp"
 
 namespace arbor {
 
@@ -38,14 +39,9 @@ struct ChatMessage {
   std::string content;
 };
 
-struct SamplingOptions {
-  int max_tokens = 128;
-  double temperature = 0.0;  // 0 = greedy
-  double top_p = 1.0;
-  int top_k = 0;
-  std::uint64_t seed = 0;
-  std::vector<std::string> stop;
-};
+// max_tokens, temperature, top_p, top_k, seed, stop: common/sampling_settings.hpp
+// (one definition for every layer).
+using SamplingOptions = SamplingSettings;
 
 struct GenerateRequest {
   std::string tenant = "default";
