@@ -123,7 +123,10 @@ void send_request(AgentActor* self, SeqRequest req, std::function<void(AgentActo
       .then(
           [self, attempt, then](SeqResult& r) {
             auto& st = self->state;
-            if (st.finished || attempt != st.attempt) return;
+            if (st.finished || attempt != st.attempt) {
+              if (r.pin_id != 0) self->send(st.env->cache, UnpinRequest{r.pin_id});  // nobody continues it
+              return;
+            }
             st.inflight = 0;
             if (!r.ok) return attempt_failed(self, r.error, false);
             if (r.finish_reason == "cancelled") return attempt_failed(self, "its request was cancelled", false);

@@ -1,5 +1,8 @@
 #include "actors/cache_actor.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <optional>
 #include <set>
 
 namespace arbor::actors {
@@ -9,6 +12,8 @@ struct CacheState {
   std::unique_ptr<Scheduler> scheduler;
   bool step_pending = false;
   std::set<caf::actor_addr> monitored;
+  // The tool-pin timer: armed for the earliest TTL (Scheduler::next_pin_expiry).
+  std::optional<std::chrono::steady_clock::time_point> expiry_armed;
 };
 
 using CacheActor = caf::stateful_actor<CacheState>;
@@ -22,10 +27,31 @@ std::uint64_t monitored_sender(CacheActor* self) {
   return sender.id();
 }
 
+void arm_pin_expiry(CacheActor* self);
+
 void schedule_step(CacheActor* self) {
+  arm_pin_expiry(self);
   if (self->state.step_pending || !self->state.scheduler->has_work()) return;
   self->state.step_pending = true;
   self->send(self, step_atom::value);
+}
+
+// Tool pins expire on time even when no step runs: a request to itself that is never
+// answered times out at the earliest TTL (as the agents' deadlines do; unlike a delayed
+// message it is dropped when the actor stops), then expired pins are dropped.
+void arm_pin_expiry(CacheActor* self) {
+  auto& s = self->state;
+  const auto next = s.scheduler->next_pin_expiry();
+  if (!next || (s.expiry_armed && *s.expiry_armed <= *next)) return;
+  s.expiry_armed = *next;
+  const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*next - std::chrono::steady_clock::now());
+  self->request(caf::actor_cast<caf::actor>(self), std::max(delay, std::chrono::milliseconds(1)), expire_atom::value)
+      .then([] {}, [self, at = *next](caf::error&) {
+        auto& st = self->state;
+        if (st.expiry_armed == at) st.expiry_armed.reset();
+        st.scheduler->expire_pins();
+        schedule_step(self);  // re-arms for the next TTL; freed pages may admit a request
+      });
 }
 
 caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<Scheduler>> boxed) {
@@ -69,6 +95,7 @@ caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<Sche
       },
       [self](PriorityRequest& p) -> PinReply { return self->state.scheduler->set_priority(p); },
       [self](TreeRequest& t) -> TreeReply { return self->state.scheduler->tree(t); },
+      [](expire_atom) -> caf::delegated<void> { return {}; },  // arm_pin_expiry: never answered
       [self](caf::get_atom, stats_atom) -> CacheSnapshot { return self->state.scheduler->snapshot(); },
       [self](caf::get_atom, audit_atom) -> std::string { return self->state.scheduler->check_invariants(); },
   };

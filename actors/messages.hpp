@@ -45,7 +45,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CacheStats& x) {
   return f(caf::meta::type_name("CacheStats"), x.prompt_tokens, x.cached_tokens, x.computed_tokens,
            x.generated_tokens, x.warmup_tokens, x.hit_ratio, x.pages_total, x.pages_used, x.pages_free,
-           x.pages_locked, x.pages_cached_idle, x.evictions, x.live_sequences, x.queued_requests, x.tenants);
+           x.pages_locked, x.pages_cached_idle, x.pages_pinned, x.pins, x.evictions, x.live_sequences,
+           x.queued_requests, x.tenants);
 }
 
 }  // namespace arbor
@@ -59,6 +60,7 @@ using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using tool_atom = caf::atom_constant<caf::atom("tool")>;
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
 
 // One sequence: prefill `prompt` in `tenant`'s namespace, then generate.
 struct SeqRequest {
@@ -76,12 +78,19 @@ struct SeqRequest {
   // JSON pointer).
   std::string json_schema;
   caf::actor listener;  // receives TokenEvent per decoded piece; null = no streaming
+  // Tool pins (actors/tool_loop.hpp): pin_ttl_ms > 0 keeps the history this request
+  // computed (prompt + generated, full pages) pinned for that long after it finishes
+  // ("stop" or "length"), so eviction skips it while a tool runs; SeqResult::pin_id
+  // names the pin. release_pin: the pin this request continues from, released once the
+  // request is admitted (its own lock holds the path then) or ends without admission.
+  std::int32_t pin_ttl_ms = 0;
+  std::uint64_t release_pin = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SeqRequest& x) {
   return f(caf::meta::type_name("SeqRequest"), x.request_id, x.tenant, x.run_id, x.tag, x.prompt,
-           x.sampling, x.json_schema, x.listener);
+           x.sampling, x.json_schema, x.listener, x.pin_ttl_ms, x.release_pin);
 }
 
 struct SeqResult {
@@ -98,13 +107,14 @@ struct SeqResult {
   // validated against the schema; "" when generation stopped before (finish "length",
   // "cancelled").
   std::string json;
+  std::uint64_t pin_id = 0;  // with SeqRequest::pin_ttl_ms: the pin holding its history; 0 = none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SeqResult& x) {
   return f(caf::meta::type_name("SeqResult"), x.request_id, x.ok, x.error_code, x.error, x.tokens,
            x.text, x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens,
-           x.ttft_ms, x.prefill_ms, x.decode_ms, x.queue_ms, x.finish_reason, x.json);
+           x.ttft_ms, x.prefill_ms, x.decode_ms, x.queue_ms, x.finish_reason, x.json, x.pin_id);
 }
 
 struct TokenEvent {
@@ -188,16 +198,13 @@ typename Inspector::result_type inspect(Inspector& f, PriorityRequest& x) {
 // Runtime::cache_stats returns) plus what only tests and benchmarks read. The full
 // invariant audit is a message of its own, (get_atom, audit_atom), not part of this.
 struct CacheSnapshot : CacheStats {
-  std::int32_t num_pins = 0;
-  std::uint64_t pinned_pages = 0;
   std::uint64_t num_steps = 0;
   std::uint64_t schemas_compiled = 0;  // distinct JSON Schemas compiled (ConstraintCache)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CacheSnapshot& x) {
-  return f(caf::meta::type_name("CacheSnapshot"), static_cast<CacheStats&>(x), x.num_pins, x.pinned_pages,
-           x.num_steps, x.schemas_compiled);
+  return f(caf::meta::type_name("CacheSnapshot"), static_cast<CacheStats&>(x), x.num_steps, x.schemas_compiled);
 }
 
 struct TreeRequest {

@@ -47,6 +47,9 @@ struct RunEnv {
   std::shared_ptr<const workflows::ToolRegistry> tools;
   std::shared_ptr<ToolRunner> tool_runner;
   workflows::ToolContext tool_context;
+  // How long an agent's history stays pinned while its tool runs (RuntimeConfig::
+  // tool_pin_ttl_ms; 0 = not pinned).
+  int tool_pin_ttl_ms = 0;
 };
 
 }  // namespace arbor::actors

@@ -184,6 +184,7 @@ Scheduler::Admit Scheduler::try_admit(Pending& p) {
     fail_pending(p, ok.error());
     return Admit::failed;
   }
+  if (r.release_pin != 0) unpin(r.release_pin);  // the sequence's own lock holds the path now
   auto l = std::make_unique<Live>();
   l->seq = *seq;
   l->tenant = *tenant;
@@ -246,8 +247,10 @@ void Scheduler::admit() {
     admit_rounds();
     remove_finished();
     if (!live_.empty() || queue_.empty()) return;
-    // Nothing runs, so nothing will free pages: the front tenant's oldest request (the
-    // one admission stopped at) can never be admitted.
+    // Nothing runs, so nothing will free pages: tool pins yield first (oldest first),
+    if (break_oldest_tool_pin()) continue;
+    // then the front tenant's oldest request (the one admission stopped at) can never
+    // be admitted.
     auto& lane = queue_.lanes().front();
     const auto stats = cache_->stats();
     fail_pending(lane.items.front(),
@@ -265,6 +268,7 @@ void Scheduler::admit() {
 
 void Scheduler::step() {
   ++num_steps_;
+  expire_pins();
   const std::size_t queued = queue_.size();
   admit();
   const std::size_t admitted = queued - queue_.size();  // failed admissions count too
@@ -404,6 +408,8 @@ void Scheduler::finish(Live& l, const std::string& reason) {
   if (!l.p.done) return;  // already finished
   if (config_.prefix_caching && l.computed > l.committed)
     (void)cache_->commit(l.seq, std::span(l.tokens.data(), l.computed));  // best effort
+  SeqResult result = result_of(l, reason);
+  if (reason == "stop" || reason == "length") pin_history(l, result);  // before close: no gap in the lock
   (void)cache_->close(l.seq);
   auto done = std::move(l.p.done);
   l.p.done = nullptr;
@@ -411,7 +417,20 @@ void Scheduler::finish(Live& l, const std::string& reason) {
     std::string rest = l.stop->take_ready();
     if (!rest.empty()) l.p.on_token(TokenEvent{l.p.request.request_id, l.p.request.tag, -1, std::move(rest)});
   }
-  done(result_of(l, reason));
+  done(std::move(result));
+}
+
+// Pins what the finished request computed (its cached path) for pin_ttl_ms: a tool
+// runs now and the continuation will extend this history. Best effort: nothing is
+// pinned when no full page is cached or the pins are at max_pinned_pages.
+void Scheduler::pin_history(Live& l, SeqResult& result) {
+  const SeqRequest& r = l.p.request;
+  if (r.pin_ttl_ms <= 0 || !config_.prefix_caching) return;
+  auto id = cache_->pin(l.tenant, std::span<const std::int32_t>(l.tokens.data(), l.computed));
+  if (!id) return;
+  pins_.emplace(*id, PinEntry{l.p.owner, r.run_id, l.tenant, {}, false,
+                              now() + std::chrono::milliseconds(r.pin_ttl_ms)});
+  result.pin_id = *id;
 }
 
 void Scheduler::fail_live(Live& l, const Error& error) {
@@ -423,6 +442,7 @@ void Scheduler::fail_live(Live& l, const Error& error) {
 }
 
 void Scheduler::fail_pending(Pending& p, const Error& error) {
+  if (p.request.release_pin != 0) unpin(std::exchange(p.request.release_pin, 0));
   if (p.done) p.done(error_result(p.request.request_id, error));
   p.done = nullptr;
 }
@@ -440,7 +460,9 @@ void Scheduler::cancel(std::uint64_t request_id) {
       r.prompt_tokens = it->request.prompt.size();
       r.finish_reason = "cancelled";
       auto done = std::move(it->done);
+      const std::uint64_t release = it->request.release_pin;
       lane.items.erase(it);
+      if (release != 0) unpin(release);
       queue_.drop_empty();
       if (done) done(std::move(r));
       return;
@@ -505,7 +527,7 @@ PinReply Scheduler::pin(const PinRequest& req, std::uint64_t owner) {
     reply.error = id.error().message;
     return reply;
   }
-  PinEntry entry{owner, req.run_id, *tenant, req.tokens, false};
+  PinEntry entry{owner, req.run_id, *tenant, req.tokens, false, std::nullopt};
   if (config_.eviction == cache::EvictionPolicyKind::priority && req.priority != 0) {
     if (auto n = cache_->set_priority(*tenant, req.tokens, req.priority)) {
       entry.prioritized = true;
@@ -524,6 +546,32 @@ void Scheduler::unpin(std::uint64_t pin_id) {
   (void)cache_->unpin(pin_id);
   if (it->second.prioritized) (void)cache_->set_priority(it->second.tenant, it->second.tokens, 0);
   pins_.erase(it);
+}
+
+std::size_t Scheduler::expire_pins() {
+  const auto t = now();
+  std::vector<std::uint64_t> due;
+  for (const auto& [id, pin] : pins_)
+    if (pin.expires && *pin.expires <= t) due.push_back(id);
+  for (auto id : due) unpin(id);
+  return due.size();
+}
+
+std::optional<std::chrono::steady_clock::time_point> Scheduler::next_pin_expiry() const {
+  std::optional<Clock::time_point> next;
+  for (const auto& [id, pin] : pins_)
+    if (pin.expires && (!next || *pin.expires < *next)) next = pin.expires;
+  return next;
+}
+
+// Pin ids grow, so the first tool pin in id order is the oldest.
+bool Scheduler::break_oldest_tool_pin() {
+  for (const auto& [id, pin] : pins_) {
+    if (!pin.expires) continue;
+    unpin(id);
+    return true;
+  }
+  return false;
 }
 
 PinReply Scheduler::set_priority(const PriorityRequest& req) {
@@ -545,6 +593,9 @@ PinReply Scheduler::set_priority(const PriorityRequest& req) {
 
 std::string Scheduler::check_invariants() const {
   if (std::string e = cache_->check_invariants(); !e.empty()) return e;
+  if (const int held = cache_->stats().num_pins; held != int(pins_.size()))
+    return "the scheduler tracks " + std::to_string(pins_.size()) + " pins but the cache holds " +
+           std::to_string(held) + " (a pin leaked or was dropped behind the scheduler's back)";
   for (const auto& l : live_) {
     if (!l->p.done) continue;  // finished (closed), removed at the end of the step
     const auto info = cache_->sequence_info(l->seq);
@@ -575,8 +626,8 @@ CacheSnapshot Scheduler::snapshot() const {
   x.evictions = s.total.evicted_pages;
   x.live_sequences = int(live_.size());
   x.queued_requests = int(queue_.size());
-  x.num_pins = s.num_pins;
-  x.pinned_pages = s.pinned_pages;
+  x.pins = s.num_pins;
+  x.pages_pinned = int(s.pinned_pages);
   x.num_steps = num_steps_;
   x.schemas_compiled = constraints_.num_compiled();
   for (cache::TenantId t = 0;; ++t) {

@@ -31,6 +31,18 @@
 //   3. commits each prefill chunk's full pages (others may match them at once), samples
 //      where a prompt was finished or a decode row ran, applies stop conditions, and
 //      closes finished sequences (locks released; cached pages stay).
+// Tool pins (SeqRequest::pin_ttl_ms, release_pin): a request that asks for one leaves
+// its computed history pinned when it finishes, for pin_ttl_ms, while the agent's tool
+// runs; the continuation request releases it once admitted (its own lock then holds
+// the path), a cancelled run or a gone owner drops it, and past its TTL it is dropped
+// (expire_pins, called each step and by the cache actor's timer) and the pages are
+// ordinary cached pages again. The rule that keeps pins from ever blocking the pool:
+// pinned pages are locked, so eviction skips them and they count against the tenant's
+// quota (they are its tree pages); pins of every kind share max_pinned_pages (half the
+// pool by default; a tool pin over the cap is simply not taken); and a queued request
+// that cannot be admitted while nothing runs (nothing else will free pages) breaks the
+// tool pins oldest first before it is failed. So a pin delays an admission at most
+// until the live sequences finish, never deadlocks it, and never fails it.
 // Constrained decoding (SeqRequest::json_schema): the schema compiles at submit, once
 // per distinct text (ConstraintCache); a schema it cannot enforce fails the request
 // there. Each step, a constrained sequence samples only among the tokens its
@@ -90,6 +102,8 @@ struct SchedulerConfig {
   int max_step_tokens = 1024;
   int max_pinned_pages = 0;  // 0 = half the pool
   std::size_t max_queued_requests = 256;  // per tenant, requests outside runs (see above)
+  // The clock of tool pins' TTLs (tests inject one); empty = std::chrono::steady_clock.
+  std::function<std::chrono::steady_clock::time_point()> clock;
   std::map<std::string, cache::TenantConfig> tenants;
 };
 
@@ -125,6 +139,10 @@ class Scheduler {
   PinReply pin(const PinRequest& request, std::uint64_t owner = 0);
   std::size_t num_pins() const { return pins_.size(); }
   void unpin(std::uint64_t pin_id);
+  // Drops the tool pins whose TTL has passed; returns how many.
+  std::size_t expire_pins();
+  // The earliest TTL of a tool pin; nullopt when none has one.
+  std::optional<std::chrono::steady_clock::time_point> next_pin_expiry() const;
   PinReply set_priority(const PriorityRequest& request);
   CacheSnapshot snapshot() const;  // O(tenants): no audit
   // "" when consistent, else the first problem: the cache's own invariants, and for
@@ -168,6 +186,7 @@ class Scheduler {
     cache::TenantId tenant = 0;
     std::vector<std::int32_t> tokens;
     bool prioritized = false;
+    std::optional<Clock::time_point> expires;  // a tool pin's TTL; none: until unpinned
   };
 
   explicit Scheduler(SchedulerConfig config);
@@ -195,7 +214,10 @@ class Scheduler {
   void fail_live(Live& live, const Error& error);
   void remove_finished();
   SeqResult result_of(const Live& live, const std::string& reason) const;
-  static void fail_pending(Pending& pending, const Error& error);
+  void fail_pending(Pending& pending, const Error& error);
+  void pin_history(Live& live, SeqResult& result);
+  bool break_oldest_tool_pin();
+  Clock::time_point now() const { return config_.clock ? config_.clock() : Clock::now(); }
 
   SchedulerConfig config_;  // holds the engine and the allocator: outlives cache_
   std::unique_ptr<cache::PrefixCache> cache_;

@@ -35,6 +35,7 @@ ToolLoop::ToolLoop(caf::event_based_actor* self, const RunEnv& env, const workfl
 
 ToolLoop::~ToolLoop() {
   if (call_id_ != 0 && env_.tool_runner) env_.tool_runner->forget(call_id_);
+  if (pin_ != 0) caf::anon_send(env_.cache, UnpinRequest{pin_});  // the attempt ended during a call
 }
 
 std::vector<std::int32_t> ToolLoop::plain_ids(std::string_view text) const {
@@ -53,6 +54,7 @@ void ToolLoop::turn(Conversation& conv, SeqRequest base, Then then) {
 // prefills beyond its new messages.
 void ToolLoop::send(SeqRequest request, std::function<void(ToolLoop&, SeqResult&)> then) {
   const bool measure = std::exchange(after_tool_, false);
+  if (measure) request.release_pin = std::exchange(pin_, 0);  // released once this is admitted
   const std::size_t prompt_len = request.prompt.size();
   const std::uint64_t new_tokens = prompt_len > known_len_ ? prompt_len - known_len_ : 0;
   send_(std::move(request),
@@ -108,6 +110,7 @@ void ToolLoop::call(std::vector<std::int32_t> head_ids, std::string head_text) {
   req.sampling.max_tokens = kCallTokens;
   req.sampling.stop.clear();
   req.json_schema = call_schema_;
+  req.pin_ttl_ms = env_.tool_pin_ttl_ms;  // the history stays while the tool runs
   const std::size_t prompt_len = req.prompt.size();
   send(std::move(req),
        [head_ids = std::move(head_ids), head_text = std::move(head_text), prompt_len](ToolLoop& l, SeqResult& r) {
@@ -116,6 +119,7 @@ void ToolLoop::call(std::vector<std::int32_t> head_ids, std::string head_text) {
 }
 
 void ToolLoop::on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::string head_text, std::size_t prompt_len) {
+  pin_ = r.pin_id;  // held until the continuation is admitted (or this loop goes)
   auto fail = fail_;  // a failed attempt replaces this loop: nothing of it is used after
   if (r.json.empty())
     return fail("its tool call did not complete within " + std::to_string(kCallTokens) + " tokens (finish_reason '" +

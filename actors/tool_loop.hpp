@@ -26,6 +26,12 @@
 //     without a call is dropped and the round is asked again under the schema (the
 //     prompt is cached, so only the answer is generated again).
 //   - A call that does not finish within kCallTokens tokens fails the attempt.
+//   - KV retention: the request that generates the call asks the scheduler to pin its
+//     history (prompt + call) for RunEnv::tool_pin_ttl_ms when it finishes, so other
+//     agents' memory pressure does not evict it while the tool runs; the first request
+//     after the result releases the pin once admitted (its own lock holds the path
+//     then). A pin left behind (the attempt ended) is released when the loop goes, and
+//     in any case by its TTL or the run's end (actors/scheduler.hpp, tool pins).
 #pragma once
 
 #include <caf/all.hpp>
@@ -104,6 +110,7 @@ class ToolLoop {
   std::string reply_text_;
   std::size_t known_len_ = 0;  // prompt ids whose K/V an earlier request computed
   bool after_tool_ = false;    // the next request is the first after a tool result
+  std::uint64_t pin_ = 0;      // the pin holding the history while the call's tool runs
 };
 
 }  // namespace arbor::actors

@@ -43,6 +43,11 @@ struct CacheStats {
   int pages_total = 0, pages_used = 0, pages_free = 0;
   int pages_locked = 0;               // held by a live sequence, a pin or a locked tree path
   int pages_cached_idle = 0;          // cached and unlocked: evictable
+  // Pins: prefixes kept for pending agents and agents' histories kept while a tool runs
+  // (tool_pin_ttl_ms). pages_pinned sums over pins (two pins of one prefix count twice);
+  // pinned pages are among pages_locked.
+  int pages_pinned = 0;
+  int pins = 0;
   std::uint64_t evictions = 0;        // pages evicted, every namespace
   int live_sequences = 0;
   int queued_requests = 0;
@@ -53,6 +58,6 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TenantCacheStats, lookups, hit_tokens, miss_t
                                    evicted_pages, used_pages, quota_pages, num_sequences)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CacheStats, prompt_tokens, cached_tokens, computed_tokens, generated_tokens,
                                    warmup_tokens, hit_ratio, pages_total, pages_used, pages_free, pages_locked,
-                                   pages_cached_idle, evictions, live_sequences, queued_requests, tenants)
+                                   pages_cached_idle, pages_pinned, pins, evictions, live_sequences, queued_requests, tenants)
 
 }  // namespace arbor

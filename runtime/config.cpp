@@ -71,6 +71,7 @@ Result<void> check_config(const RuntimeConfig& c) {
                  check_range("prefill_chunk", c.prefill_chunk, limits::prefill_chunk),
                  check_range("max_step_tokens", c.max_step_tokens, limits::max_step_tokens),
                  check_range("max_pinned_pages", c.max_pinned_pages, limits::max_pinned_pages),
+                 check_range("tool_pin_ttl_ms", c.tool_pin_ttl_ms, limits::tool_pin_ttl_ms),
                  check_range("max_queued_requests", c.max_queued_requests,
                              limits::max_queued_requests)})
     if (!r) return r;

@@ -190,6 +190,7 @@ Result<RunHandle> Runtime::start(const std::string& workflow, RunOptions options
   env->stream_tokens = bool(options.on_event);
   env->warm_prefixes = impl_->config.prefix_caching;  // warming without caching is pure waste
   env->max_requests_at_cache = impl_->config.max_queued_requests;
+  env->tool_pin_ttl_ms = impl_->config.prefix_caching ? impl_->config.tool_pin_ttl_ms : 0;
   env->faults = impl_->faults;
   if (auto ok = attach_tools(*impl_, *env, options.workflow_is_text, workflow, options.documents); !ok)
     return std::unexpected(ok.error());

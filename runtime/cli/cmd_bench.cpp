@@ -28,6 +28,8 @@ Runner setup(CLI::App& app) {
   add("serve", "the HTTP server: streaming clients, prefix cache on and off", setup_bench_serve);
   add("constrained", "constrained decoding (a JSON Schema) vs free text through the scheduler, per batch size",
       setup_bench_constrained);
+  add("tools", "KV retention during tool calls: recomputed tokens and time with the tool pin and without",
+      setup_bench_tools);
   app.require_subcommand(1);
   app.footer("Figures for BENCHMARKS.md; `arbor bench WHAT --help` for each one's options.");
   CLI::App* bench = &app;
@@ -39,7 +41,7 @@ Runner setup(CLI::App& app) {
 
 ARBOR_CLI_COMMAND("bench",
                   "benchmarks: engine (pp512, tg128, batched decode), workflow (N sub-agents, cache on/off), "
-                  "serve (streaming HTTP clients, cache on/off), constrained (JSON Schema vs free)",
+                  "serve (streaming HTTP clients, cache on/off), constrained (JSON Schema vs free), tools (tool pin on/off)",
                   setup);
 
 }  // namespace

@@ -120,7 +120,7 @@ Runner setup(CLI::App& app) {
                  "constrain the output to this JSON Schema (its text, or @FILE); with --json the parsed "
                  "document is its \"json\" field")
       ->type_name("SCHEMA");
-  o->runtime.declare(app);
+  o->runtime.declare(app, kAllRuntimeFlags & ~kToolPinTtlFlag);  // no tools here
   app.footer("Exit codes: 0 ok, 1 cancelled, 2 invalid input (a flag, the model, a prompt too long or a KV pool too small).");
   return [o] { return run_generate(*o); };
 }

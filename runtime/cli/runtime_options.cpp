@@ -45,6 +45,13 @@ void RuntimeOptions::declare(CLI::App& app, unsigned flags) {
                            ->type_name("POLICY")
                            ->check(one_of(eviction_names()))
                            ->capture_default_str());
+  if (flags & kToolPinTtlFlag)
+    add(kToolPinTtlFlag, app.add_option("--tool-pin-ttl", values_.tool_pin_ttl_ms,
+                                        "while an agent's tool runs, keep its cached history pinned this many ms "
+                                        "(eviction skips it); 0 = off")
+                             ->type_name("MS")
+                             ->check(integer_in(limits::tool_pin_ttl_ms))
+                             ->capture_default_str());
   if (flags & kNoCacheFlag)
     add(kNoCacheFlag, app.add_flag("--no-cache", no_cache_,
                                    "no prefix reuse: compute every prompt in full (the baseline)"));
@@ -71,6 +78,7 @@ void RuntimeOptions::apply(RuntimeConfig& config) const {
   if (given(kPageSizeFlag)) config.page_size = values_.page_size;
   if (given(kEvictionFlag)) config.eviction = *parse_eviction(eviction_);  // one_of checked the name
   if (given(kNoCacheFlag) && no_cache_) config.prefix_caching = false;
+  if (given(kToolPinTtlFlag)) config.tool_pin_ttl_ms = values_.tool_pin_ttl_ms;
   if (given(kPrecisionFlag)) config.precision = *parse_precision(precision_);
 }
 
@@ -81,7 +89,7 @@ void print_device_line(const std::string& command, const Runtime& runtime) {
 std::string cli_wording(std::string message, const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> names = {
       {"kv_memory_mb", "--kv-mem"}, {"page_size", "--page-size"}, {"num_threads", "--threads"},
-      {"model_path", "--model"}};
+      {"model_path", "--model"}, {"tool_pin_ttl_ms", "--tool-pin-ttl"}};
   names.insert(extra.begin(), extra.end());
   auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::string out;

@@ -1,6 +1,6 @@
 // The runtime flags shared by run, generate, serve and the benchmarks (--model,
-// --device, --threads, --kv-mem, --page-size, --eviction, --no-cache, --precision): declared
-// here once, with RuntimeConfig's defaults in the generated help.
+// --device, --threads, --kv-mem, --page-size, --eviction, --no-cache, --precision,
+// --tool-pin-ttl): declared here once, with RuntimeConfig's defaults in the generated help.
 #pragma once
 
 #include <map>
@@ -20,7 +20,8 @@ enum RuntimeFlag : unsigned {
   kNoCacheFlag = 1u << 5,
   kPrecisionFlag = 1u << 6,
   kDeviceFlag = 1u << 7,
-  kAllRuntimeFlags = (1u << 8) - 1,
+  kToolPinTtlFlag = 1u << 8,
+  kAllRuntimeFlags = (1u << 9) - 1,
 };
 
 class RuntimeOptions {

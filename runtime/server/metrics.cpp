@@ -176,6 +176,7 @@ std::string Metrics::render(const CacheStats& cache, int total_inflight,
   w.line("arbor_cache_pages", "state=\"free\"", cache.pages_free);
   w.line("arbor_cache_pages", "state=\"locked\"", cache.pages_locked);
   w.line("arbor_cache_pages", "state=\"cached_idle\"", cache.pages_cached_idle);
+  w.line("arbor_cache_pages", "state=\"pinned\"", cache.pages_pinned);  // a part of locked
   w.head("arbor_cache_evictions_total", "counter", "Pages evicted, all tenants.");
   w.line("arbor_cache_evictions_total", "", double(cache.evictions));
   w.head("arbor_cache_global_hit_ratio", "gauge", "Cached / prompt tokens over the runtime's lifetime.");

@@ -79,7 +79,7 @@ bool read_runtime(Reader& r, const json& j, RuntimeConfig& rc) {
   const std::string at = "/runtime";
   return r.check_keys(j, at, {"model_path", "device", "num_threads", "kv_memory_mb", "page_size", "eviction",
                               "prefix_caching", "precision", "prefill_chunk", "max_step_tokens", "max_pinned_pages",
-                              "max_queued_requests"}) &&
+                              "max_queued_requests", "tool_pin_ttl_ms"}) &&
          r.string(j, at, "model_path", rc.model_path) && r.string(j, at, "device", rc.device) &&
          r.integer(j, at, "num_threads", rc.num_threads, limits::num_threads) &&
          r.integer(j, at, "kv_memory_mb", rc.kv_memory_mb, limits::kv_memory_mb) &&
@@ -90,7 +90,8 @@ bool read_runtime(Reader& r, const json& j, RuntimeConfig& rc) {
          r.integer(j, at, "prefill_chunk", rc.prefill_chunk, limits::prefill_chunk) &&
          r.integer(j, at, "max_step_tokens", rc.max_step_tokens, limits::max_step_tokens) &&
          r.integer(j, at, "max_pinned_pages", rc.max_pinned_pages, limits::max_pinned_pages) &&
-         r.integer(j, at, "max_queued_requests", rc.max_queued_requests, limits::max_queued_requests);
+         r.integer(j, at, "max_queued_requests", rc.max_queued_requests, limits::max_queued_requests) &&
+         r.integer(j, at, "tool_pin_ttl_ms", rc.tool_pin_ttl_ms, limits::tool_pin_ttl_ms);
 }
 
 bool read_tenants(Reader& r, const json& j, ServerConfig& c) {

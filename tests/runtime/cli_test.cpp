@@ -178,7 +178,7 @@ TEST(Cli, PerplexityReportsLikeLlamaCpp) {
 // Every subcommand, with the arguments it requires (cheap ones: with an unknown flag
 // nothing runs; the benchmarks are bounded in case one did).
 const std::vector<std::string> kCommands = {
-    "run WF.json",
+    "run WF.json --tool-pin-ttl 30000",
     "generate --prompt hi --max-tokens 1",
     "serve --port 0",
     "validate WF.json",
@@ -187,7 +187,8 @@ const std::vector<std::string> kCommands = {
     "bench engine --reps 1",
     "bench workflow --agents 1 --max-tokens 1",
     "bench serve --clients 1 --requests-per-client 1 --max-tokens 1",
-    "bench constrained --batch 1 --max-tokens 1 --reps 1"};
+    "bench constrained --batch 1 --max-tokens 1 --reps 1",
+    "bench tools --agents 1 --pressure 1 --ttl 1000 --max-tokens 1"};
 
 std::string command_name(const std::string& command_line) {
   // "bench serve --clients 1" -> "bench serve"; "run WF.json" -> "run"
@@ -282,6 +283,7 @@ TEST(Cli, ABadValueNamesTheFlag) {
       {"generate --prompt hi --temperature 1e999", "--temperature: expects a number in 0..100, got '1e999'"},
       {"generate --prompt hi --max-tokens many", "--max-tokens: expects an integer"},
       {"run WF.json --eviction random", "--eviction: expects one of lru|lfu|workflow, got 'random'"},
+      {"run WF.json --tool-pin-ttl 4000000", "--tool-pin-ttl: expects an integer in 0..3600000, got '4000000'"},
       {"serve --port 70000", "--port: expects an integer in 0..65535, got '70000'"},
       {"bench serve --clients 0", "--clients: expects a comma list of integers in 1..64, got '0'"},
       {"perplexity FILE.txt --ctx", "--ctx"}};

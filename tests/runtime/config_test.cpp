@@ -53,5 +53,22 @@ TEST(Config, TheServerConfigFileUsesTheSameLimitsAndNames) {
   EXPECT_EQ(ok->runtime.precision, Precision::fast);
 }
 
+// The tool pin's TTL (KV retention during tool calls): on by default, 0 turns it off,
+// one range for the runtime and the server's file.
+TEST(Config, ToolPinTtlHasOneRangeEverywhere) {
+  EXPECT_EQ(RuntimeConfig{}.tool_pin_ttl_ms, 30000);
+  RuntimeConfig c;
+  c.tool_pin_ttl_ms = -1;
+  EXPECT_EQ(check_config(c).error().message, "tool_pin_ttl_ms must be in 0..3600000 (got -1)");
+  c.tool_pin_ttl_ms = 0;
+  EXPECT_TRUE(check_config(c));
+  auto off = server::parse_server_config(R"({"runtime":{"tool_pin_ttl_ms":0}})");
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_EQ(off->runtime.tool_pin_ttl_ms, 0);
+  auto big = server::parse_server_config(R"({"runtime":{"tool_pin_ttl_ms":3600001}})");
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().message, "config '/runtime/tool_pin_ttl_ms' must be between 0 and 3600000");
+}
+
 }  // namespace
 }  // namespace arbor

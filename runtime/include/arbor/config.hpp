@@ -51,6 +51,7 @@ inline constexpr SettingRange max_step_tokens{1, 1 << 20};
 inline constexpr SettingRange max_pinned_pages{0, 1LL << 40};
 inline constexpr SettingRange max_queued_requests{1, 1 << 20};
 inline constexpr SettingRange quota_pages{0, 1LL << 40};
+inline constexpr SettingRange tool_pin_ttl_ms{0, 3600000};
 }  // namespace limits
 
 struct TenantOptions {
@@ -76,6 +77,12 @@ struct RuntimeConfig {
   int prefill_chunk = 256;           // max prompt tokens of one sequence per engine step
   int max_step_tokens = 1024;        // token budget of one engine step (decode + prefill)
   std::size_t max_pinned_pages = 0;  // cap on pages pinned for pending agents; 0 = half the pool
+  // While an agent's tool runs, its cached history (prompt + generation so far) stays
+  // pinned this long, so other agents' memory pressure does not evict it and the turn
+  // continues without recomputing it; then it is an ordinary cached page again. 0 = off.
+  // Pins never block the pool: they share max_pinned_pages, and when a request can be
+  // admitted no other way they are broken, oldest first (actors/scheduler.hpp).
+  int tool_pin_ttl_ms = 30000;
   // Per tenant: generate() requests waiting for admission beyond this are refused
   // (out_of_memory). A workflow run keeps at most this many of its requests at the
   // scheduler; its other agents wait in the run (so a run never overflows a queue).
