@@ -380,7 +380,11 @@ void begin_attempt(AgentActor* self) {
         [self](SeqRequest req, ToolLoop::Then then) {
           send_request(self, std::move(req), [then = std::move(then)](AgentActor*, SeqResult& r) { then(r); });
         },
-        [self](const std::string& reason) { attempt_failed(self, reason, false); });
+        [self](const std::string& reason) { attempt_failed(self, reason, false); },
+        [self](ToolEvent e) {
+          e.agent_id = self->state.plan->id;
+          self->send(self->state.run, std::move(e));
+        });
   arm_deadline(self);
   const auto& faults = s.env->faults;
   if (auto it = faults.fail_attempts.find(s.plan->id); it != faults.fail_attempts.end() && s.attempt <= it->second)

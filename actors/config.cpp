@@ -33,6 +33,7 @@ ActorConfig::ActorConfig() {
   add_message_type<TreeReply>("arbor.TreeReply");
   add_message_type<ToolCallRecord>("arbor.ToolCallRecord");
   add_message_type<ToolDone>("arbor.ToolDone");
+  add_message_type<ToolEvent>("arbor.ToolEvent");
   add_message_type<AgentReport>("arbor.AgentReport");
   add_message_type<AgentStarted>("arbor.AgentStarted");
   add_message_type<DepsRequest>("arbor.DepsRequest");

@@ -255,6 +255,23 @@ typename Inspector::result_type inspect(Inspector& f, ToolCallRecord& x) {
   return f(caf::meta::type_name("ToolCallRecord"), x.name, x.arguments, x.status, x.result, x.ms);
 }
 
+// An agent called a tool (result = false), or the call's result came back (true): sent
+// by the agent's ToolLoop to its run actor, which makes it a tool_call / tool_result event.
+struct ToolEvent {
+  std::string agent_id;
+  std::string tool;
+  bool result = false;
+  std::string arguments;  // the call: its arguments (compact JSON)
+  std::string status;     // the result: "ok" | "error" | "timeout"
+  double ms = 0;
+  std::uint64_t bytes = 0;  // the result's size as the model gets it
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ToolEvent& x) {
+  return f(caf::meta::type_name("ToolEvent"), x.agent_id, x.tool, x.result, x.arguments, x.status, x.ms, x.bytes);
+}
+
 // A tool handler's answer, sent by actors/tool_runner.hpp's thread to the agent.
 struct ToolDone {
   std::uint64_t call_id = 0;

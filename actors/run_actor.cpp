@@ -160,7 +160,7 @@ void on_report(RunActor* self, AgentReport& r) {
       .await([self, r](CacheSnapshot& snap) {
         auto& st = self->state;
         if (st.finalizing) return;
-        st.sink->on_event(RunEvent{RunEvent::Kind::agent_finished, r.id, r.output, r.status, &snap});
+        st.sink->on_event(RunEvent{RunEvent::Kind::agent_finished, r.id, r.output, r.status, &snap, nullptr});
         if (!st.root_ids.contains(r.id)) return;
         if (r.status != "ok") return finalize(self, "failed", r.error);
         if (++st.roots_done == st.root_ids.size()) finalize(self, "ok", "");
@@ -183,7 +183,7 @@ caf::behavior run_actor(RunActor* self, std::shared_ptr<RunEnv> env, std::shared
       [self](start_atom) {
         auto& st = self->state;
         st.start = Clock::now();
-        st.sink->on_event(RunEvent{RunEvent::Kind::run_started, "", "", "running", nullptr});
+        st.sink->on_event(RunEvent{RunEvent::Kind::run_started, "", "", "running", nullptr, nullptr});
         if (st.env->plan->agents.empty()) return finalize(self, "ok", "");
         for (const auto& plan : st.env->plan->agents) {
           st.root_ids.insert(plan.id);
@@ -194,11 +194,16 @@ caf::behavior run_actor(RunActor* self, std::shared_ptr<RunEnv> env, std::shared
       [self](cancel_atom) { finalize(self, "cancelled", "the run was cancelled"); },
       [self](AgentStarted& a) {
         if (self->state.finalizing) return;
-        self->state.sink->on_event(RunEvent{RunEvent::Kind::agent_started, a.id, "", "running", nullptr});
+        self->state.sink->on_event(RunEvent{RunEvent::Kind::agent_started, a.id, "", "running", nullptr, nullptr});
       },
       [self](TokenEvent& t) {
         if (self->state.finalizing) return;
-        self->state.sink->on_event(RunEvent{RunEvent::Kind::token, t.tag, t.text, "", nullptr});
+        self->state.sink->on_event(RunEvent{RunEvent::Kind::token, t.tag, t.text, "", nullptr, nullptr});
+      },
+      [self](ToolEvent& t) {
+        if (self->state.finalizing) return;
+        const auto kind = t.result ? RunEvent::Kind::tool_result : RunEvent::Kind::tool_call;
+        self->state.sink->on_event(RunEvent{kind, t.agent_id, t.arguments, t.status, nullptr, &t});
       },
       [self](AgentReport& r) { on_report(self, r); },
       [self](SeqRequest& req) { return on_request(self, req); },

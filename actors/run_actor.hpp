@@ -4,7 +4,7 @@
 // failed, or cancel) it stops what is left, sends CancelRun to the cache actor (so no
 // request or pin of the run survives it), takes a cache snapshot, tells the sink, and
 // quits. Messages: (start_atom) once, (cancel_atom), AgentStarted, AgentReport,
-// TokenEvent, DepsRequest -> DepsReply, and its agents' SeqRequest -> SeqResult and
+// TokenEvent, ToolEvent, DepsRequest -> DepsReply, and its agents' SeqRequest -> SeqResult and
 // CancelRequest.
 //
 // Backpressure: agents send their sequence requests to the run actor, never to the cache
@@ -26,12 +26,14 @@
 namespace arbor::actors {
 
 struct RunEvent {
-  enum class Kind { run_started, agent_started, token, agent_finished, run_finished };
+  // The order of arbor::Event::Kind (the runtime converts one into the other).
+  enum class Kind { run_started, agent_started, token, agent_finished, run_finished, tool_call, tool_result };
   Kind kind = Kind::run_started;
   std::string agent_id;
   std::string text;
   std::string status;
   const CacheSnapshot* cache = nullptr;  // agent_finished, run_finished
+  const ToolEvent* tool = nullptr;       // tool_call, tool_result
 };
 
 // Receives what the run actor observes; called on the run actor's thread, one call at a

@@ -25,8 +25,14 @@ std::string cut_result(std::string text) {
 }  // namespace
 
 ToolLoop::ToolLoop(caf::event_based_actor* self, const RunEnv& env, const workflows::AgentPlan& plan,
-                   AgentReport& report, Send send, Fail fail)
-    : self_(self), env_(env), plan_(plan), report_(report), send_(std::move(send)), fail_(std::move(fail)) {
+                   AgentReport& report, Send send, Fail fail, Notify notify)
+    : self_(self),
+      env_(env),
+      plan_(plan),
+      report_(report),
+      send_(std::move(send)),
+      fail_(std::move(fail)),
+      notify_(std::move(notify)) {
   for (const auto& name : plan.tools)
     if (const auto* tool = env.tools ? env.tools->find(name) : nullptr) signatures_.push_back(tool->signature);
   system_text_ = model::tools_system_text(signatures_);
@@ -137,6 +143,7 @@ void ToolLoop::on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::st
   ++calls_;
   ++report_.tool_calls;
   record_ = ToolCallRecord{parsed->name, parsed->arguments.dump(), "", "", 0};
+  notify_(ToolEvent{"", record_.name, false, record_.arguments, "", 0, 0});
   call_id_ = next_request_id();
   call_start_ = Clock::now();
   const std::uint64_t id = call_id_;
@@ -170,6 +177,7 @@ void ToolLoop::finish_call(const std::string& status, std::string text, double m
   record_.result = status == "ok" ? cut_result(std::move(text)) : "error: " + cut_result(std::move(text));
   record_.ms = ms;
   report_.tool_trace.push_back(record_);
+  notify_(ToolEvent{"", record_.name, true, "", status, ms, record_.result.size()});
   conv_->add_turn(reply_ids_, reply_text_, model::tool_response_text(record_.result));
   after_tool_ = true;
   round();

@@ -59,9 +59,11 @@ class ToolLoop {
   // `then` runs with its successful result.
   using Send = std::function<void(SeqRequest request, Then then)>;
   using Fail = std::function<void(const std::string& reason)>;
+  // Tells the run about a call and its result (ToolEvent; the agent fills in its id).
+  using Notify = std::function<void(ToolEvent event)>;
 
   ToolLoop(caf::event_based_actor* self, const RunEnv& env, const workflows::AgentPlan& plan, AgentReport& report,
-           Send send, Fail fail);
+           Send send, Fail fail, Notify notify);
   ~ToolLoop();
   ToolLoop(const ToolLoop&) = delete;
   ToolLoop& operator=(const ToolLoop&) = delete;
@@ -92,6 +94,7 @@ class ToolLoop {
   AgentReport& report_;
   Send send_;
   Fail fail_;
+  Notify notify_;
   std::vector<model::ToolSignature> signatures_;
   std::string system_text_, call_schema_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // guards callbacks that outlive this loop

@@ -78,6 +78,11 @@ void RunHandle::State::on_event(const actors::RunEvent& e) {
   ev.text = e.text;
   ev.status = e.status;
   if (e.cache) ev.cache = *e.cache;  // its public part
+  if (e.tool) {
+    ev.tool = e.tool->tool;
+    ev.tool_ms = e.tool->ms;
+    ev.tool_bytes = e.tool->bytes;
+  }
   callback(ev);
 }
 

@@ -23,8 +23,31 @@ const char* to_string(Event::Kind kind) {
     case Event::Kind::token: return "token";
     case Event::Kind::agent_finished: return "agent_finished";
     case Event::Kind::run_finished: return "run_finished";
+    case Event::Kind::tool_call: return "tool_call";
+    case Event::Kind::tool_result: return "tool_result";
   }
   return "unknown";
+}
+
+nlohmann::ordered_json event_json(const Event& e) {
+  nlohmann::ordered_json j;
+  j["type"] = to_string(e.kind);
+  j["run_id"] = e.run_id;
+  if (!e.agent_id.empty()) j["agent_id"] = e.agent_id;
+  if (e.kind == Event::Kind::tool_call || e.kind == Event::Kind::tool_result) j["tool"] = e.tool;
+  if (e.kind == Event::Kind::tool_call) {
+    // Generated under the tool's schema, so a JSON document; kept as text otherwise.
+    auto args = nlohmann::ordered_json::parse(e.text, nullptr, false);
+    j["arguments"] = args.is_discarded() ? nlohmann::ordered_json(e.text) : args;
+  } else if (e.kind == Event::Kind::token || !e.text.empty()) {
+    j["text"] = e.text;
+  }
+  if (!e.status.empty()) j["status"] = e.status;
+  if (e.kind == Event::Kind::tool_result) {
+    j["ms"] = e.tool_ms;
+    j["bytes"] = e.tool_bytes;
+  }
+  return j;
 }
 
 std::string to_json(const RunResult& r) {

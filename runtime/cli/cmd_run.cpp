@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <stop_token>
 #include <thread>
 
@@ -76,6 +77,9 @@ void print_text_report(const RunResult& run) {
                 a.status.c_str(), a.prompt_tokens, a.cached_tokens, a.computed_tokens, a.generated_tokens,
                 a.duration_ms);
     if (a.warmup_tokens > 0) std::printf("   warm-up: prefilled %zu prefix tokens for its sub-agents\n", a.warmup_tokens);
+    for (const ToolCallInfo& t : a.tool_trace)
+      std::printf("   tool %s %s: %s in %.0f ms (%zu bytes)\n", t.name.c_str(), t.arguments.c_str(), t.status.c_str(),
+                  t.ms, t.result.size());
     if (!a.error.empty()) std::printf("   error: %s\n", a.error.c_str());
     if (!a.output.empty()) std::printf("   %s\n", a.output.c_str());
   }
@@ -96,11 +100,18 @@ int run_workflows(const RunOptions& o) {
     return std::fprintf(stderr, "arbor: %s\n", cli_wording(runtime.error().describe()).c_str()), kExitInvalid;
   print_device_line("run", **runtime);
   ProgressLine progress(!o.json && isatty(STDERR_FILENO));
+  // Each run's tool calls and results, in order, for --json (events arrive on runtime threads).
+  std::mutex tool_mu;
+  std::vector<nlohmann::ordered_json> tool_events(o.workflows.size(), nlohmann::ordered_json::array());
   std::vector<RunHandle> handles;
   for (std::size_t i = 0; i < o.workflows.size(); ++i) {
-    auto handle = (*runtime)->start(o.workflows[i], {.inputs = (*routed)[i], .on_event = [&progress](const Event& e) {
-                                                       progress.tracker().on_event(e, ProgressClock::now());
-                                                     }});
+    auto on_event = [&progress, &tool_mu, &tool_events, i](const Event& e) {
+      progress.tracker().on_event(e, ProgressClock::now());
+      if (e.kind != Event::Kind::tool_call && e.kind != Event::Kind::tool_result) return;
+      std::lock_guard lock(tool_mu);
+      tool_events[i].push_back(event_json(e));
+    };
+    auto handle = (*runtime)->start(o.workflows[i], {.inputs = (*routed)[i], .on_event = on_event});
     if (!handle) {
       for (RunHandle& h : handles) h.cancel();
       for (RunHandle& h : handles) h.wait();
@@ -126,7 +137,11 @@ int run_workflows(const RunOptions& o) {
   }
   if (o.json) {
     nlohmann::json doc = {{"runs", nlohmann::json::array()}};
-    for (const RunResult& r : results) doc["runs"].push_back(nlohmann::json::parse(to_json(r)));
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      auto run = nlohmann::json::parse(to_json(results[i]));
+      run["tool_events"] = nlohmann::json::parse(tool_events[i].dump());
+      doc["runs"].push_back(std::move(run));
+    }
     doc["cache"] = nlohmann::json::parse(to_json((*runtime)->cache_stats()));
     std::printf("%s\n", doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {

@@ -35,7 +35,11 @@ std::string format_progress(const ProgressCounts& c) {
   std::snprintf(line, sizeof line,
                 "[arbor] agents %zu: %zu running, %zu done, %zu failed, %zu waiting | %.1f tokens/s | cache hit %.0f%%",
                 c.total, c.running, c.done, c.failed, waiting, c.tokens_per_s, 100.0 * c.hit_ratio);
-  return line;
+  if (c.tool_calls == 0) return line;
+  char tools[96];
+  std::snprintf(tools, sizeof tools, " | tools %zu call%s, %zu running", c.tool_calls, c.tool_calls == 1 ? "" : "s",
+                c.tools_running);
+  return std::string(line) + tools;
 }
 
 ProgressTracker::ProgressTracker(ProgressClock::time_point start, ProgressClock::duration window)
@@ -72,6 +76,13 @@ void ProgressTracker::on_event(const Event& e, ProgressClock::time_point now) {
       break;
     case Event::Kind::token:
       tokens_.add(now);
+      break;
+    case Event::Kind::tool_call:
+      ++counts_.tool_calls;
+      ++counts_.tools_running;
+      break;
+    case Event::Kind::tool_result:
+      if (counts_.tools_running > 0) --counts_.tools_running;
       break;
     default:
       break;

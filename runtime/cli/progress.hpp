@@ -42,9 +42,12 @@ struct ProgressCounts {
   std::size_t failed = 0;   // finished otherwise (failed, timed out, cancelled)
   double tokens_per_s = 0;  // generated, current (RateMeter over the last second)
   double hit_ratio = 0;     // of the cache, at the last agent that finished
+  std::size_t tool_calls = 0;     // calls made (tool_call events)
+  std::size_t tools_running = 0;  // calls whose result has not come back yet
 };
 
-// "[arbor] agents 12: 3 running, 7 done, 1 failed, 1 waiting | 35.2 tokens/s | cache hit 64%"
+// "[arbor] agents 12: 3 running, 7 done, 1 failed, 1 waiting | 35.2 tokens/s | cache hit 64%",
+// then, once a tool was called, " | tools 5 calls, 1 running"
 std::string format_progress(const ProgressCounts& counts);
 
 // Folds run events into ProgressCounts. Thread-safe (events arrive on runtime threads).

@@ -55,12 +55,7 @@ bool RunEntry::finished() const {
 }
 
 std::string RunEntry::frame(const Event& e) {
-  nlohmann::ordered_json j;
-  j["type"] = to_string(e.kind);
-  j["run_id"] = e.run_id;
-  if (!e.agent_id.empty()) j["agent_id"] = e.agent_id;
-  if (e.kind == Event::Kind::token || !e.text.empty()) j["text"] = e.text;  // valid UTF-8 (Backend)
-  if (!e.status.empty()) j["status"] = e.status;
+  nlohmann::ordered_json j = event_json(e);  // text is valid UTF-8 (Backend)
   if (e.kind == Event::Kind::agent_finished || e.kind == Event::Kind::run_finished)
     j["cache"] = cache_stats_json(e.cache, &tenant_);  // the run's tenant only
   return sse_data(j, to_string(e.kind));

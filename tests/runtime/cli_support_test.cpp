@@ -113,6 +113,29 @@ TEST(CliProgress, RunTimeFanOutInstancesJoinTheTotal) {
   EXPECT_EQ(format_progress(c), "[arbor] agents 6: 3 running, 2 done, 1 failed, 0 waiting | 0.0 tokens/s | cache hit 0%");
 }
 
+// A tool call counts until its result (or timeout) comes back; the line shows tools
+// only once one was called.
+TEST(CliProgress, ToolCallsAndResultsShowOnTheLine) {
+  const auto t0 = ProgressClock::now();
+  ProgressTracker tracker(t0);
+  tracker.add_agents(2);
+  using K = Event::Kind;
+  tracker.on_event(event(K::agent_started, "run-0", "a"), t0);
+  EXPECT_EQ(format_progress(tracker.counts(t0)),
+            "[arbor] agents 2: 1 running, 0 done, 0 failed, 1 waiting | 0.0 tokens/s | cache hit 0%");
+  tracker.on_event(event(K::tool_call, "run-0", "a"), t0);
+  tracker.on_event(event(K::tool_call, "run-0", "b"), t0);
+  tracker.on_event(event(K::tool_result, "run-0", "a", "ok"), t0);
+  ProgressCounts c = tracker.counts(t0);
+  EXPECT_EQ(c.tool_calls, 2u);
+  EXPECT_EQ(c.tools_running, 1u);
+  EXPECT_EQ(format_progress(c),
+            "[arbor] agents 2: 1 running, 0 done, 0 failed, 1 waiting | 0.0 tokens/s | cache hit 0% | tools 2 calls, "
+            "1 running");
+  tracker.on_event(event(K::tool_result, "run-0", "b", "timeout"), t0);
+  EXPECT_EQ(tracker.counts(t0).tools_running, 0u);
+}
+
 TEST(CliProgress, LineFormat) {
   ProgressCounts c;
   c.total = 12;

@@ -164,6 +164,24 @@ TEST(Cli, RunJsonReportsRunsAndCache) {
   EXPECT_EQ(j["cache"]["pages_locked"], 0);
 }
 
+// --json lists each run's tool calls and results in order (tool_events).
+TEST(Cli, RunJsonListsToolEvents) {
+  REQUIRE_ARBOR();
+  const Output o = run("run " + kSource + "/workflows/examples/tool_calculator.json --input 'orders=[\"7 chairs at 49.90 each\"]' --json");
+  ASSERT_EQ(o.status, 0) << o.out;
+  const auto j = nlohmann::json::parse(o.out);
+  const auto& events = j["runs"][0]["tool_events"];
+  ASSERT_GE(events.size(), 2u) << events.dump();
+  EXPECT_EQ(events[0]["type"], "tool_call");
+  EXPECT_EQ(events[0]["agent_id"], "order[0]");
+  EXPECT_EQ(events[0]["tool"], "calculator");
+  EXPECT_TRUE(events[0]["arguments"].contains("expression")) << events.dump();
+  EXPECT_EQ(events[1]["type"], "tool_result");
+  EXPECT_TRUE(events[1]["status"] == "ok" || events[1]["status"] == "error") << events.dump();
+  EXPECT_GT(events[1]["bytes"].get<int>(), 0);
+  EXPECT_TRUE(events[1].contains("ms"));
+}
+
 TEST(Cli, PerplexityReportsLikeLlamaCpp) {
   REQUIRE_ARBOR();
   const Output o = run("perplexity " + kSource + "/workflows/examples/docs/transistor_history.md --ctx 256");

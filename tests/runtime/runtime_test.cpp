@@ -197,6 +197,30 @@ TEST(RuntimeJson, DocumentsHaveTheDocumentedFields) {
 
 // The cache document is generated from common/cache_stats.hpp; its bytes are what the
 // hand-written document gave (the CLI's --json and the server's /v1/cache/stats read it).
+// The tool events as the runs SSE stream and `arbor run --json` write them.
+TEST(RuntimeJson, ToolEventsHaveTheDocumentedFields) {
+  Event call;
+  call.kind = Event::Kind::tool_call;
+  call.run_id = "run-1";
+  call.agent_id = "solver";
+  call.tool = "calculator";
+  call.text = R"({"expression":"2+2"})";
+  EXPECT_EQ(event_json(call).dump(),
+            R"({"type":"tool_call","run_id":"run-1","agent_id":"solver","tool":"calculator",)"
+            R"("arguments":{"expression":"2+2"}})");
+  Event result = call;
+  result.kind = Event::Kind::tool_result;
+  result.text.clear();
+  result.status = "timeout";
+  result.tool_ms = 1.5;
+  result.tool_bytes = 12;
+  EXPECT_EQ(event_json(result).dump(),
+            R"({"type":"tool_result","run_id":"run-1","agent_id":"solver","tool":"calculator","status":"timeout",)"
+            R"("ms":1.5,"bytes":12})");
+  EXPECT_STREQ(to_string(Event::Kind::tool_call), "tool_call");
+  EXPECT_STREQ(to_string(Event::Kind::tool_result), "tool_result");
+}
+
 TEST(RuntimeJson, CacheStatsDocumentKeepsItsBytes) {
   CacheStats s;
   s.prompt_tokens = 10;

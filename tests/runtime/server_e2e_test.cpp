@@ -196,6 +196,34 @@ TEST_F(ServerE2E, WorkflowRunOverHttpMatchesTheRunDocument) {
   EXPECT_EQ(request(port_, "POST", "/v1/runs", escape.dump(), kAlpha).status, 400);
 }
 
+// The runs SSE stream carries each tool call (name, arguments) before its result
+// (status, ms, bytes).
+TEST_F(ServerE2E, RunEventsStreamToolCallsAndResults) {
+  nlohmann::json body;
+  body["workflow"] = nlohmann::json::parse(arbor::testing::example_with_max_tokens("tool_calculator", 24));
+  body["inputs"] = {{"orders", {"7 chairs at 49.90 each"}}};
+  auto started = request(port_, "POST", "/v1/runs", body.dump(), kAlpha);
+  ASSERT_EQ(started.status, 202) << started.body;
+  auto events = request(port_, "GET", "/v1/runs/" + started.json()["id"].get<std::string>() + "/events", "", kAlpha);
+  ASSERT_EQ(events.status, 200);
+  std::vector<nlohmann::json> tool;
+  for (const auto& p : sse_payloads(events.body)) {
+    if (p == "[DONE]") continue;
+    auto j = nlohmann::json::parse(p);
+    if (j["type"] == "tool_call" || j["type"] == "tool_result") tool.push_back(j);
+  }
+  ASSERT_GE(tool.size(), 2u);
+  EXPECT_EQ(tool[0]["type"], "tool_call");
+  EXPECT_EQ(tool[0]["agent_id"], "order[0]");
+  EXPECT_EQ(tool[0]["tool"], "calculator");
+  EXPECT_TRUE(tool[0]["arguments"].contains("expression")) << tool[0].dump();
+  EXPECT_EQ(tool[1]["type"], "tool_result");
+  EXPECT_EQ(tool[1]["tool"], "calculator");
+  EXPECT_TRUE(tool[1]["status"] == "ok" || tool[1]["status"] == "error") << tool[1].dump();
+  EXPECT_GT(tool[1]["bytes"].get<int>(), 0);
+  EXPECT_TRUE(tool[1]["ms"].is_number());
+}
+
 TEST_F(ServerE2E, DeleteCancelsARunAndFreesItsPages) {
   nlohmann::json body;
   body["workflow"] = nlohmann::json::parse(arbor::testing::example_with_max_tokens("research_team", 200));

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "runtime_test_util.hpp"
@@ -169,6 +170,39 @@ TEST_F(RuntimeTools, HangingToolTimesOutWithoutBlockingTheRun) {
   EXPECT_FALSE(a.output.empty());
   release->set_value();
   while (!returned->load()) std::this_thread::yield();  // the late result is dropped, nothing crashes
+}
+
+// The run's event callback hears each call (name, arguments) before its result
+// (status, time, size), and they agree with the run document's tool_trace.
+TEST_F(RuntimeTools, CallsAndResultsAreRunEvents) {
+  std::mutex mu;
+  std::vector<Event> events;
+  RunOptions options;
+  options.workflow_is_text = true;
+  options.documents = DocumentAccess::local_to(kExamples);
+  options.on_event = [&](const Event& e) {
+    if (e.kind != Event::Kind::tool_call && e.kind != Event::Kind::tool_result) return;
+    std::lock_guard lock(mu);
+    events.push_back(e);
+  };
+  auto h = rt_->start(tool_workflow("What is 12 times 7? Use the calculator.", {"calculator"}), std::move(options));
+  ASSERT_TRUE(h) << h.error().describe();
+  const RunResult r = h->wait();
+  ASSERT_EQ(r.status, "ok") << r.error;
+  const auto& trace = only_agent(r).tool_trace;
+  ASSERT_EQ(trace.size(), 1u);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, Event::Kind::tool_call);
+  EXPECT_EQ(events[0].run_id, r.run_id);
+  EXPECT_EQ(events[0].agent_id, "solver");
+  EXPECT_EQ(events[0].tool, "calculator");
+  EXPECT_EQ(events[0].text, trace[0].arguments);
+  EXPECT_EQ(events[1].kind, Event::Kind::tool_result);
+  EXPECT_EQ(events[1].tool, "calculator");
+  EXPECT_EQ(events[1].status, trace[0].status);
+  EXPECT_EQ(events[1].tool_bytes, trace[0].result.size());
+  EXPECT_DOUBLE_EQ(events[1].tool_ms, trace[0].ms);
 }
 
 // The budget is per attempt, across turns: with max_tool_calls 1 the first turn's

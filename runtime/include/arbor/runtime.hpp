@@ -152,16 +152,26 @@ struct CacheTreeNode {
 };
 
 struct Event {
-  enum class Kind { run_started, agent_started, token, agent_finished, run_finished };
+  enum class Kind { run_started, agent_started, token, agent_finished, run_finished, tool_call, tool_result };
   Kind kind = Kind::run_started;
   std::string run_id;
   std::string agent_id;  // empty for run events
-  std::string text;      // token: the new text; agent_finished: the output
-  std::string status;    // agent_finished / run_finished
+  std::string text;      // token: the new text; agent_finished: the output; tool_call: the arguments (JSON)
+  std::string status;    // agent_finished / run_finished; tool_result: "ok" | "error" | "timeout"
   CacheStats cache;      // snapshot, set on agent_finished and run_finished
+  // tool_call (the agent called a tool) and tool_result (its result came back, or its
+  // timeout passed): the tool's name; tool_result: milliseconds from the call, and the
+  // size in bytes of what the model was given back.
+  std::string tool;
+  double tool_ms = 0;
+  std::size_t tool_bytes = 0;
 };
 using EventCallback = std::function<void(const Event&)>;
 const char* to_string(Event::Kind kind);
+// An event as the runs SSE stream and `arbor run --json` write it (without the cache
+// snapshot): {"type", "run_id", "agent_id"?, "text"?, "status"?} and for tools "tool",
+// tool_call "arguments" (the JSON object), tool_result "ms" and "bytes".
+nlohmann::ordered_json event_json(const Event& event);
 
 // A run in flight. Copyable; all copies refer to the same run.
 class RunHandle {
