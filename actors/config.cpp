@@ -29,7 +29,7 @@ ActorConfig::ActorConfig() {
   add_message_type<CacheStats>("arbor.CacheStats");
   add_message_type<CacheSnapshot>("arbor.CacheSnapshot");
   add_message_type<TreeRequest>("arbor.TreeRequest");
-  add_message_type<TreeNodeInfo>("arbor.TreeNodeInfo");
+  add_message_type<CacheTreeNode>("arbor.CacheTreeNode");
   add_message_type<TreeReply>("arbor.TreeReply");
   add_message_type<ToolCallRecord>("arbor.ToolCallRecord");
   add_message_type<ToolDone>("arbor.ToolDone");

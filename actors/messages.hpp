@@ -42,6 +42,12 @@ typename Inspector::result_type inspect(Inspector& f, TenantCacheStats& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CacheTreeNode& x) {
+  return f(caf::meta::type_name("CacheTreeNode"), x.id, x.parent_id, x.num_tokens, x.depth_tokens, x.hit_count,
+           x.lock_count, x.shared_namespace, x.snippet, x.first_tokens);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CacheStats& x) {
   return f(caf::meta::type_name("CacheStats"), x.prompt_tokens, x.cached_tokens, x.computed_tokens,
            x.generated_tokens, x.warmup_tokens, x.hit_ratio, x.pages_total, x.pages_used, x.pages_free,
@@ -217,23 +223,10 @@ typename Inspector::result_type inspect(Inspector& f, TreeRequest& x) {
   return f(caf::meta::type_name("TreeRequest"), x.tenant, x.max_nodes);
 }
 
-struct TreeNodeInfo {
-  std::uint64_t id = 0, parent_id = 0, num_tokens = 0, depth_tokens = 0, hit_count = 0;
-  std::int32_t lock_count = 0;
-  bool shared_namespace = false;
-  std::vector<std::int32_t> first_tokens;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, TreeNodeInfo& x) {
-  return f(caf::meta::type_name("TreeNodeInfo"), x.id, x.parent_id, x.num_tokens, x.depth_tokens,
-           x.hit_count, x.lock_count, x.shared_namespace, x.first_tokens);
-}
-
 struct TreeReply {
   bool ok = false;
   std::string error;
-  std::vector<TreeNodeInfo> nodes;
+  std::vector<CacheTreeNode> nodes;  // snippet not set (the runtime decodes first_tokens)
 };
 
 template <class Inspector>

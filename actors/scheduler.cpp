@@ -650,18 +650,7 @@ TreeReply Scheduler::tree(const TreeRequest& req) const {
     reply.error = nodes.error().message;
     return reply;
   }
-  for (const auto& n : *nodes) {
-    TreeNodeInfo i;
-    i.id = n.id;
-    i.parent_id = n.parent_id;
-    i.num_tokens = n.num_tokens;
-    i.depth_tokens = n.depth_tokens;
-    i.hit_count = n.hit_count;
-    i.lock_count = n.lock_count;
-    i.shared_namespace = n.is_shared_namespace;
-    i.first_tokens.assign(n.first_tokens.begin(), n.first_tokens.end());
-    reply.nodes.push_back(std::move(i));
-  }
+  reply.nodes = std::move(*nodes);
   reply.ok = true;
   return reply;
 }

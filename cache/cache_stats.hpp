@@ -43,19 +43,6 @@ struct CacheStats {
   int num_pins = 0;
 };
 
-// One node of a tree, as a dashboard shows it. Ids are unique within a namespace and
-// stable while the node lives; parent_id 0 is the namespace's root.
-struct TreeSummaryNode {
-  std::uint64_t id = 0;
-  std::uint64_t parent_id = 0;
-  std::size_t num_tokens = 0;           // tokens on the edge into this node
-  std::vector<TokenId> first_tokens;    // the edge's first few token ids
-  std::size_t depth_tokens = 0;         // tokens from the root to the end of the edge
-  std::uint64_t hit_count = 0;
-  int lock_count = 0;
-  bool is_shared_namespace = false;
-};
-
 // What the eviction listener hears, once per evicted page.
 struct EvictionEvent {
   TenantId tenant = kSharedNamespace;  // whose namespace (kSharedNamespace: the shared one)

@@ -134,7 +134,7 @@ class PrefixCache {
   CacheStats stats() const;                                 // O(T)
   Result<TenantStats> tenant_stats(TenantId tenant) const;  // O(1)
   // Breadth-first, own namespace then (if read_shared) the shared one; at most max_nodes.
-  Result<std::vector<TreeSummaryNode>> tree_summary(TenantId tenant, std::size_t max_nodes) const;
+  Result<std::vector<CacheTreeNode>> tree_summary(TenantId tenant, std::size_t max_nodes) const;
   // Full audit; "" when every invariant holds, else the first violation. O(everything).
   std::string check_invariants() const;
 

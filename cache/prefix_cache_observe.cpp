@@ -34,11 +34,11 @@ Result<TenantStats> PrefixCache::tenant_stats(TenantId tenant) const {
   return s;
 }
 
-Result<std::vector<TreeSummaryNode>> PrefixCache::tree_summary(TenantId tenant, std::size_t max_nodes) const {
+Result<std::vector<CacheTreeNode>> PrefixCache::tree_summary(TenantId tenant, std::size_t max_nodes) const {
   const Tenant* t = tenant_ptr(tenant);
   if (!t) return fail(ErrorCode::not_found, "tree_summary: unknown tenant id " + std::to_string(tenant));
   constexpr std::size_t kFirstTokens = 8;
-  std::vector<TreeSummaryNode> out;
+  std::vector<CacheTreeNode> out;
   auto add_tree = [&](const RadixTree& tr, bool shared) {
     std::deque<NodeId> queue;
     for (NodeId c : tr.children(kRootNode)) queue.push_back(c);
@@ -46,7 +46,7 @@ Result<std::vector<TreeSummaryNode>> PrefixCache::tree_summary(TenantId tenant, 
       const NodeId id = queue.front();
       queue.pop_front();
       const RadixNode& n = tr.node(id);
-      TreeSummaryNode s;
+      CacheTreeNode s;
       s.id = n.serial;
       s.parent_id = n.parent == kRootNode ? 0 : tr.node(n.parent).serial;
       s.num_tokens = n.tokens.size();
@@ -54,7 +54,7 @@ Result<std::vector<TreeSummaryNode>> PrefixCache::tree_summary(TenantId tenant, 
       s.depth_tokens = n.end();
       s.hit_count = n.access.hit_count;
       s.lock_count = n.lock_count;
-      s.is_shared_namespace = shared;
+      s.shared_namespace = shared;
       out.push_back(std::move(s));
       for (NodeId c : tr.children(id)) queue.push_back(c);
     }

@@ -1,4 +1,4 @@
-// The KV cache's statistics, defined once for every layer: the cache keeps the
+// The KV cache's statistics and tree nodes, defined once for every layer: the cache keeps the
 // counters (cache::PrefixCache), the scheduler adds its token figures and sends them
 // (actors::CacheSnapshot; CAF inspect in actors/messages.hpp), and the embedding API,
 // the CLI and the server return them (Runtime::cache_stats, to_json). The JSON names are
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,22 @@ struct CacheStats {
   int live_sequences = 0;
   int queued_requests = 0;
   std::map<std::string, TenantCacheStats> tenants;
+};
+
+// One node of a namespace's radix tree, as a dashboard shows it: the cache fills it
+// (cache::PrefixCache::tree_summary), the cache actor sends it (actors::TreeReply; CAF
+// inspect in actors/messages.hpp) and Runtime::cache_tree decodes its snippet. Ids are
+// unique within a namespace and stable while the node lives; parent_id 0 is the
+// namespace's root.
+struct CacheTreeNode {
+  std::uint64_t id = 0, parent_id = 0;
+  std::size_t num_tokens = 0;    // tokens on the edge into this node
+  std::size_t depth_tokens = 0;  // tokens from the root to the end of the edge
+  std::uint64_t hit_count = 0;   // matches whose path went through this node
+  int lock_count = 0;
+  bool shared_namespace = false;  // the node is in the shared namespace (published prefixes)
+  std::string snippet = {};       // first_tokens decoded, valid UTF-8 (set by Runtime::cache_tree)
+  std::vector<std::int32_t> first_tokens = {};  // the edge's first few token ids
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TenantCacheStats, lookups, hit_tokens, miss_tokens, inserted_tokens,

@@ -283,18 +283,9 @@ std::vector<CacheTreeNode> Runtime::cache_tree(const std::string& tenant, std::s
       .receive(
           [&](actors::TreeReply& r) {
             const auto& tok = impl_->model->tokenizer();
-            for (const auto& n : r.nodes) {
-              CacheTreeNode c;
-              c.id = n.id;
-              c.parent_id = n.parent_id;
-              c.num_tokens = n.num_tokens;
-              c.depth_tokens = n.depth_tokens;
-              c.hit_count = n.hit_count;
-              c.lock_count = n.lock_count;
-              c.shared_namespace = n.shared_namespace;
-              c.snippet = model::unicode::to_valid_utf8(tok.decode(n.first_tokens, true));  // may cut a character
-              out.push_back(std::move(c));
-            }
+            out = std::move(r.nodes);
+            for (auto& n : out)
+              n.snippet = model::unicode::to_valid_utf8(tok.decode(n.first_tokens, true));  // may cut a character
           },
           [](caf::error&) {});
   return out;

@@ -56,7 +56,7 @@ TEST_F(TenantTest, PublishedPrefixHitsOnlyOptedInTenants) {
   EXPECT_EQ(cache_.publish(outsider, shared).error().code, ErrorCode::not_found);
   auto summary = *cache_.tree_summary(reader, 10);
   ASSERT_EQ(summary.size(), 1u);
-  EXPECT_TRUE(summary[0].is_shared_namespace);
+  EXPECT_TRUE(summary[0].shared_namespace);
 }
 
 TEST_F(TenantTest, ReaderGetsTheLongerOfOwnAndShared) {

@@ -234,7 +234,7 @@ TEST_F(PrefixCacheTest, TreeSummaryIsBreadthFirstAndBounded) {
   EXPECT_EQ(nodes[1].first_tokens, run(100, 4));
   EXPECT_EQ(nodes[1].depth_tokens, 12u);
   EXPECT_EQ(nodes[2].first_tokens, run(200, 4));
-  EXPECT_FALSE(nodes[2].is_shared_namespace);
+  EXPECT_FALSE(nodes[2].shared_namespace);
   EXPECT_EQ(cache_.tree_summary(tenant_, 2)->size(), 2u);
 }
 

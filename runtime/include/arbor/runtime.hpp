@@ -140,16 +140,7 @@ struct RunResult {
   std::string error;
 };
 
-// CacheStats and TenantCacheStats: common/cache_stats.hpp.
-
-struct CacheTreeNode {
-  std::uint64_t id = 0, parent_id = 0;
-  std::size_t num_tokens = 0, depth_tokens = 0;
-  std::uint64_t hit_count = 0;
-  int lock_count = 0;
-  bool shared_namespace = false;
-  std::string snippet;  // the edge's first tokens, decoded (valid UTF-8)
-};
+// CacheStats, TenantCacheStats and CacheTreeNode: common/cache_stats.hpp.
 
 struct Event {
   enum class Kind { run_started, agent_started, token, agent_finished, run_finished, tool_call, tool_result };
