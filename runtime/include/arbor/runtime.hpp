@@ -197,14 +197,15 @@ class GenerationHandle {
   std::shared_ptr<State> state_;
 };
 
-// How Runtime::start runs a workflow; every field has a default.
+// How Runtime::start runs a workflow; every field has a default (written out, so a
+// designated initializer may leave out any of them: -Wmissing-field-initializers).
 struct RunOptions {
-  std::map<std::string, std::string> inputs;  // input values, as `--input NAME=VALUE` gives them
-  EventCallback on_event;                     // lifecycle and token events, on runtime threads
-  bool workflow_is_text = false;              // the workflow argument is JSON text, not a file path
+  std::map<std::string, std::string> inputs = {};  // input values, as `--input NAME=VALUE` gives them
+  EventCallback on_event = {};                     // lifecycle and token events, on runtime threads
+  bool workflow_is_text = false;                   // the workflow argument is JSON text, not a file path
   // Replaces the workflow's own tenant (the server sets it from the API key, never from
   // the request body).
-  std::optional<std::string> tenant;
+  std::optional<std::string> tenant = {};
   // The prefix document files a workflow given as text may read (a file path reads
   // relative to its own folder).
   DocumentAccess documents = DocumentAccess::local_to(".");
