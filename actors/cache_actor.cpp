@@ -9,10 +9,10 @@ namespace arbor::actors {
 namespace {
 
 struct CacheState {
-  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<BatchEngine> batch;
   bool step_pending = false;
   std::set<caf::actor_addr> monitored;
-  // The tool-pin timer: armed for the earliest TTL (Scheduler::next_pin_expiry).
+  // The tool-pin timer: armed for the earliest TTL (BatchEngine::next_pin_expiry).
   std::optional<std::chrono::steady_clock::time_point> expiry_armed;
 };
 
@@ -31,7 +31,7 @@ void arm_pin_expiry(CacheActor* self);
 
 void schedule_step(CacheActor* self) {
   arm_pin_expiry(self);
-  if (self->state.step_pending || !self->state.scheduler->has_work()) return;
+  if (self->state.step_pending || !self->state.batch->has_work()) return;
   self->state.step_pending = true;
   self->send(self, step_atom::value);
 }
@@ -41,7 +41,7 @@ void schedule_step(CacheActor* self) {
 // message it is dropped when the actor stops), then expired pins are dropped.
 void arm_pin_expiry(CacheActor* self) {
   auto& s = self->state;
-  const auto next = s.scheduler->next_pin_expiry();
+  const auto next = s.batch->next_pin_expiry();
   if (!next || (s.expiry_armed && *s.expiry_armed <= *next)) return;
   s.expiry_armed = *next;
   const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*next - std::chrono::steady_clock::now());
@@ -49,64 +49,64 @@ void arm_pin_expiry(CacheActor* self) {
       .then([] {}, [self, at = *next](caf::error&) {
         auto& st = self->state;
         if (st.expiry_armed == at) st.expiry_armed.reset();
-        st.scheduler->expire_pins();
+        st.batch->expire_pins();
         schedule_step(self);  // re-arms for the next TTL; freed pages may admit a request
       });
 }
 
-caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<Scheduler>> boxed) {
-  self->state.scheduler = std::move(*boxed);
+caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<BatchEngine>> boxed) {
+  self->state.batch = std::move(*boxed);
   self->set_down_handler([self](caf::down_msg& dm) {
     self->state.monitored.erase(dm.source);
-    self->state.scheduler->cancel_owner(dm.source.id());
+    self->state.batch->cancel_owner(dm.source.id());
     schedule_step(self);
   });
   return {
       [self](SeqRequest& req) -> caf::result<SeqResult> {
         auto rp = self->make_response_promise<SeqResult>();
         const std::uint64_t owner = monitored_sender(self);
-        Scheduler::TokenFn on_token;
+        BatchEngine::TokenFn on_token;
         if (req.listener) {
           caf::actor listener = req.listener;
           on_token = [self, listener](const TokenEvent& ev) { self->send(listener, ev); };
         }
-        self->state.scheduler->submit(std::move(req), owner, std::move(on_token),
+        self->state.batch->submit(std::move(req), owner, std::move(on_token),
                                       [rp](SeqResult r) mutable { rp.deliver(std::move(r)); });
         schedule_step(self);
         return rp;
       },
       [self](step_atom) {
         self->state.step_pending = false;
-        self->state.scheduler->step();
+        self->state.batch->step();
         schedule_step(self);
       },
       [self](CancelRequest& c) {
-        self->state.scheduler->cancel(c.request_id);
+        self->state.batch->cancel(c.request_id);
         schedule_step(self);
       },
       [self](CancelRun& c) {
-        self->state.scheduler->cancel_run(c.run_id);
+        self->state.batch->cancel_run(c.run_id);
         schedule_step(self);
       },
-      [self](PinRequest& p) -> PinReply { return self->state.scheduler->pin(p, monitored_sender(self)); },
+      [self](PinRequest& p) -> PinReply { return self->state.batch->pin(p, monitored_sender(self)); },
       [self](UnpinRequest& u) {
-        self->state.scheduler->unpin(u.pin_id);
+        self->state.batch->unpin(u.pin_id);
         schedule_step(self);  // pinned pages may now be evictable for a queued request
       },
-      [self](PriorityRequest& p) -> PinReply { return self->state.scheduler->set_priority(p); },
-      [self](TreeRequest& t) -> TreeReply { return self->state.scheduler->tree(t); },
+      [self](PriorityRequest& p) -> PinReply { return self->state.batch->set_priority(p); },
+      [self](TreeRequest& t) -> TreeReply { return self->state.batch->tree(t); },
       [](expire_atom) -> caf::delegated<void> { return {}; },  // arm_pin_expiry: never answered
-      [self](caf::get_atom, stats_atom) -> CacheSnapshot { return self->state.scheduler->snapshot(); },
-      [self](caf::get_atom, audit_atom) -> std::string { return self->state.scheduler->check_invariants(); },
+      [self](caf::get_atom, stats_atom) -> CacheSnapshot { return self->state.batch->snapshot(); },
+      [self](caf::get_atom, audit_atom) -> std::string { return self->state.batch->check_invariants(); },
   };
 }
 
 }  // namespace
 
-Result<caf::actor> spawn_cache_actor(caf::actor_system& system, SchedulerConfig config) {
-  auto scheduler = Scheduler::create(std::move(config));
-  if (!scheduler) return std::unexpected(scheduler.error());
-  auto boxed = std::make_shared<std::unique_ptr<Scheduler>>(std::move(*scheduler));
+Result<caf::actor> spawn_cache_actor(caf::actor_system& system, BatchEngineConfig config) {
+  auto batch = BatchEngine::create(std::move(config));
+  if (!batch) return std::unexpected(batch.error());
+  auto boxed = std::make_shared<std::unique_ptr<BatchEngine>>(std::move(*batch));
   return system.spawn<caf::detached>(cache_actor, boxed);
 }
 

@@ -1,4 +1,4 @@
-// The cache actor: one per model. The only owner of the Scheduler, and through it of
+// The cache actor: one per model. The only owner of the BatchEngine, and through it of
 // cache::PrefixCache (its PagePool, radix trees, pins) and model::Engine.
 //
 // Messages (see messages.hpp):
@@ -11,17 +11,17 @@
 // step, so every other message interleaves between steps. It monitors each requester
 // and cancels a requester's sequences and drops its pins when it dies (no leaked page
 // locks, also for a request or pin that arrives after its run was closed).
-// Spawned detached: a step blocks its own thread, never a scheduler worker.
+// Spawned detached: a step blocks its own thread, never a CAF scheduler worker.
 #pragma once
 
 #include <caf/all.hpp>
 
-#include "actors/scheduler.hpp"
+#include "actors/batch_engine.hpp"
 #include "common/result.hpp"
 
 namespace arbor::actors {
 
-// Builds the scheduler (engine + cache) and spawns the actor; errors from the config.
-Result<caf::actor> spawn_cache_actor(caf::actor_system& system, SchedulerConfig config);
+// Builds the BatchEngine (model engine + cache) and spawns the actor; errors from the config.
+Result<caf::actor> spawn_cache_actor(caf::actor_system& system, BatchEngineConfig config);
 
 }  // namespace arbor::actors

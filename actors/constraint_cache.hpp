@@ -1,4 +1,4 @@
-// ConstraintCache: the compiled JSON Schema constraints of one scheduler (constrained
+// ConstraintCache: the compiled JSON Schema constraints of one BatchEngine (constrained
 // decoding, model/json_constraint.hpp), keyed by schema text. Every request with the
 // same schema (the instances of a fanned-out agent, repeated API calls) shares one
 // CompiledConstraint and so its token-mask caches: a schema compiles once, not once
@@ -7,7 +7,7 @@
 // The vocabulary trie (~40 ms for SmolLM2) is built on the first constrained request.
 // Bounded: at most kMaxEntries schemas; the least recently used is dropped first (a
 // sequence still using it keeps it alive through its own shared_ptr).
-// Not thread-safe: the scheduler's thread only.
+// Not thread-safe: the BatchEngine's thread only.
 #pragma once
 
 #include <cstdint>

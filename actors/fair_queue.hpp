@@ -1,8 +1,8 @@
-// Per-tenant FIFO queues in a ring, for fair admission (see scheduler.hpp).
+// Per-tenant FIFO queues in a ring, for fair admission (see batch_engine.hpp).
 //
 // Each tenant with queued items has one lane; lanes form a ring in which a tenant
 // joins at the back when its first item arrives and leaves when its lane empties.
-// The scheduler serves the front lane and rotate()s it to the back after serving it,
+// The BatchEngine serves the front lane and rotate()s it to the back after serving it,
 // so tenants take turns (round-robin) however many items each has queued.
 #pragma once
 

@@ -77,7 +77,7 @@ struct SeqRequest {
   std::vector<std::int32_t> prompt;
   SamplingSettings sampling;  // max_tokens 0 = prefill only (cache warming)
   // Constrained decoding: a JSON Schema (text; its key order is the generation order)
-  // that the output must follow; "" = free text. The scheduler compiles each distinct
+  // that the output must follow; "" = free text. The BatchEngine compiles each distinct
   // schema once (ConstraintCache) and masks every sampled token with it; generation
   // stops when the document is complete (sampling.stop does not apply). A schema it
   // cannot enforce fails the request at submit (invalid_argument naming the keyword's

@@ -10,7 +10,7 @@
 // Backpressure: agents send their sequence requests to the run actor, never to the cache
 // actor directly. At most env->max_requests_at_cache of them are at the cache actor at
 // once; the rest wait here in arrival order and go as earlier ones finish. So a run of
-// any size the validator allows never overflows the scheduler's queues, and it takes
+// any size the validator allows never overflows the BatchEngine's queues, and it takes
 // turns with other tenants there instead of crowding them out. A CancelRequest for a
 // request still waiting here answers it "cancelled" at once; otherwise it is forwarded.
 #pragma once

@@ -31,7 +31,7 @@
 //     agents' memory pressure does not evict it while the tool runs; the first request
 //     after the result releases the pin once admitted (its own lock holds the path
 //     then). A pin left behind (the attempt ended) is released when the loop goes, and
-//     in any case by its TTL or the run's end (actors/scheduler.hpp, tool pins).
+//     in any case by its TTL or the run's end (actors/batch_engine.hpp, tool pins).
 #pragma once
 
 #include <caf/all.hpp>

@@ -1,6 +1,6 @@
 // The process's one logger ("arbor", to stderr) and its level. Front ends print their
 // results on stdout; logs are for operators: warnings by default, the scheduler's
-// per-step trace at debug (actors/scheduler.cpp), more at trace.
+// per-step trace at debug (actors/batch_engine.cpp), more at trace.
 //
 // Level: the first of `arbor ... --log-level L`, the ARBOR_LOG_LEVEL environment
 // variable, and "warn". Names: trace, debug, info, warn, error, critical, off.

@@ -144,7 +144,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   impl->device_info += ", KV pool " + std::to_string(impl->kv_pool_bytes >> 20) + " MiB" +
                        (config.kv_memory_mb == 0 ? " (automatic)" : "");
 
-  actors::SchedulerConfig sc;
+  actors::BatchEngineConfig sc;
   sc.model = impl->model;
   sc.engine = std::move(*engine);
   sc.page_size = config.page_size;

@@ -20,7 +20,7 @@ inline std::shared_ptr<const model::Model> real_model() {
   return m;
 }
 
-// A CPU engine on the real model (2 threads), for a SchedulerConfig.
+// A CPU engine on the real model (2 threads), for a BatchEngineConfig.
 inline std::shared_ptr<model::Engine> cpu_engine() {
   auto e = model::make_engine(*real_model(), {model::Device::cpu, 2, kernels::MatmulPrecision::accurate});
   EXPECT_TRUE(e) << e.error().message;

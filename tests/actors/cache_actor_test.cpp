@@ -19,7 +19,7 @@ struct System {
   caf::actor_system sys{cfg};
   caf::actor cache;
   System() {
-    SchedulerConfig c;
+    BatchEngineConfig c;
     c.model = real_model();
     c.engine = testing::cpu_engine();
     c.num_pages = 64;

@@ -81,7 +81,7 @@ struct RuntimeConfig {
   // pinned this long, so other agents' memory pressure does not evict it and the turn
   // continues without recomputing it; then it is an ordinary cached page again. 0 = off.
   // Pins never block the pool: they share max_pinned_pages, and when a request can be
-  // admitted no other way they are broken, oldest first (actors/scheduler.hpp).
+  // admitted no other way they are broken, oldest first (actors/batch_engine.hpp).
   int tool_pin_ttl_ms = 30000;
   // Per tenant: generate() requests waiting for admission beyond this are refused
   // (out_of_memory). A workflow run keeps at most this many of its requests at the

@@ -1,4 +1,5 @@
-// Scheduler: the bridge from sequence requests to cache::PrefixCache + model::Engine.
+// BatchEngine (a plain class, not an actor): the bridge from sequence requests to
+// cache::PrefixCache + model::Engine, run in batched steps.
 // The cache actor owns exactly one and calls it from its own thread only (not
 // thread-safe, no locks: concurrency comes from batching).
 //
@@ -54,7 +55,7 @@
 // Queue bound: max_queued_requests per tenant for requests outside a workflow run;
 // beyond it a request fails at submit (out_of_memory: "queue ... full"). Requests of a
 // run (run_id set) are not counted: their run actor bounds them instead (at most its
-// window at the scheduler at once, the rest wait in the run; see run_actor.hpp).
+// window at the BatchEngine at once, the rest wait in the run; see run_actor.hpp).
 // With prefix_caching off nothing is matched or committed (the baseline).
 // Counters (snapshot): prompt/cached/computed tokens of requests that generate;
 // prefill-only requests (max_tokens 0, cache warm-ups) add only to warmup_tokens.
@@ -87,7 +88,7 @@
 
 namespace arbor::actors {
 
-struct SchedulerConfig {
+struct BatchEngineConfig {
   std::shared_ptr<const model::Model> model;
   // The engine of every step, made for `model` (model::make_engine picks the device),
   // and the allocator of the KV pool; null = the engine's page_allocator(). Both come
@@ -107,14 +108,14 @@ struct SchedulerConfig {
   std::map<std::string, cache::TenantConfig> tenants;
 };
 
-class Scheduler {
+class BatchEngine {
  public:
   using TokenFn = std::function<void(const TokenEvent&)>;
   using DoneFn = std::function<void(SeqResult)>;
 
   // invalid_argument for a bad config (page size, pool too small for one page).
-  static Result<std::unique_ptr<Scheduler>> create(SchedulerConfig config);
-  ~Scheduler();
+  static Result<std::unique_ptr<BatchEngine>> create(BatchEngineConfig config);
+  ~BatchEngine();
 
   // Queues a request. `owner` identifies the requester (cancel_owner); `on_token` may
   // be empty. Fails at once (done called) when the request can never be served.
@@ -189,7 +190,7 @@ class Scheduler {
     std::optional<Clock::time_point> expires;  // a tool pin's TTL; none: until unpinned
   };
 
-  explicit Scheduler(SchedulerConfig config);
+  explicit BatchEngine(BatchEngineConfig config);
   Result<cache::TenantId> tenant_id(const std::string& name);
   std::optional<Error> never_fits(const SeqRequest& request);
   bool waits_for_leader(const SeqRequest& request, cache::TenantId tenant) const;
@@ -219,7 +220,7 @@ class Scheduler {
   bool break_oldest_tool_pin();
   Clock::time_point now() const { return config_.clock ? config_.clock() : Clock::now(); }
 
-  SchedulerConfig config_;  // holds the engine and the allocator: outlives cache_
+  BatchEngineConfig config_;  // holds the engine and the allocator: outlives cache_
   std::unique_ptr<cache::PrefixCache> cache_;
   ConstraintCache constraints_;
   FairQueue<Pending> queue_;

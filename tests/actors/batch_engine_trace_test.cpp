@@ -1,4 +1,4 @@
-// The scheduler's debug trace (actors/scheduler.cpp trace_step): one line per step, and
+// The scheduler's debug trace (actors/batch_engine.cpp trace_step): one line per step, and
 // its per-step figures add up to the scheduler's own totals.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include "common/log.hpp"
-#include "scheduler_test_util.hpp"
+#include "batch_engine_test_util.hpp"
 
 namespace arbor::actors {
 namespace {
@@ -45,7 +45,7 @@ class CapturedLog {
   spdlog::level::level_enum saved_level_;
 };
 
-TEST(SchedulerTrace, OneLinePerStepWhoseFiguresAddUpToTheTotals) {
+TEST(BatchEngineTrace, OneLinePerStepWhoseFiguresAddUpToTheTotals) {
   Harness h(config());
   CapturedLog log;
   const auto ids = submit_team(h, 4, 6);
@@ -81,7 +81,7 @@ TEST(SchedulerTrace, OneLinePerStepWhoseFiguresAddUpToTheTotals) {
   h.expect_clean();
 }
 
-TEST(SchedulerTrace, NothingIsWrittenAboveDebug) {
+TEST(BatchEngineTrace, NothingIsWrittenAboveDebug) {
   Harness h(config());
   CapturedLog log;
   log::logger().set_level(spdlog::level::info);

@@ -1,4 +1,4 @@
-#include "actors/scheduler.hpp"
+#include "actors/batch_engine.hpp"
 
 #include "common/log.hpp"
 
@@ -37,13 +37,13 @@ SeqResult error_result(std::uint64_t id, const Error& e) {
 
 }  // namespace
 
-Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)), constraints_(config_.model) {}
-Scheduler::~Scheduler() {
+BatchEngine::BatchEngine(BatchEngineConfig config) : config_(std::move(config)), constraints_(config_.model) {}
+BatchEngine::~BatchEngine() {
   // Close what is left so the cache's destructor sees no live sequence.
   for (auto& l : live_) cache_->close(l->seq);
 }
 
-Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerConfig config) {
+Result<std::unique_ptr<BatchEngine>> BatchEngine::create(BatchEngineConfig config) {
   if (!config.model) return fail(ErrorCode::invalid_argument, "scheduler: no model given");
   if (config.prefill_chunk <= 0 || config.max_step_tokens <= 0)
     return fail(ErrorCode::invalid_argument,
@@ -52,7 +52,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerConfig config) {
     return fail(ErrorCode::invalid_argument, "scheduler: the KV pool has no pages; raise kv_memory_mb");
   if (!config.engine) return fail(ErrorCode::invalid_argument, "scheduler: no engine given (model::make_engine)");
   if (!config.page_allocator) config.page_allocator = config.engine->page_allocator();
-  std::unique_ptr<Scheduler> s(new Scheduler(std::move(config)));
+  std::unique_ptr<BatchEngine> s(new BatchEngine(std::move(config)));
   const auto& m = *s->config_.model;
   const auto geometry = s->config_.engine->kv_geometry(s->config_.page_size);
   cache::PrefixCacheConfig pc;
@@ -70,13 +70,13 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(SchedulerConfig config) {
   return s;
 }
 
-Result<cache::TenantId> Scheduler::tenant_id(const std::string& name) {
+Result<cache::TenantId> BatchEngine::tenant_id(const std::string& name) {
   if (auto t = cache_->find_tenant(name)) return *t;
   auto it = config_.tenants.find(name);
   return cache_->add_tenant(name, it == config_.tenants.end() ? cache::TenantConfig{} : it->second);
 }
 
-std::optional<Error> Scheduler::never_fits(const SeqRequest& r) {
+std::optional<Error> BatchEngine::never_fits(const SeqRequest& r) {
   const auto& cfg = config_.model->config();
   if (closed_runs_.contains(r.run_id) && !r.run_id.empty())
     return Error{ErrorCode::cancelled, "run '" + r.run_id + "' is over; request refused"};
@@ -119,7 +119,7 @@ std::optional<Error> Scheduler::never_fits(const SeqRequest& r) {
   return std::nullopt;
 }
 
-void Scheduler::submit(SeqRequest request, std::uint64_t owner, TokenFn on_token, DoneFn done) {
+void BatchEngine::submit(SeqRequest request, std::uint64_t owner, TokenFn on_token, DoneFn done) {
   if (auto e = never_fits(request)) {
     done(error_result(request.request_id, *e));
     return;
@@ -138,7 +138,7 @@ void Scheduler::submit(SeqRequest request, std::uint64_t owner, TokenFn on_token
                               std::move(constraint)});
 }
 
-bool Scheduler::waits_for_leader(const SeqRequest& r, cache::TenantId tenant) const {
+bool BatchEngine::waits_for_leader(const SeqRequest& r, cache::TenantId tenant) const {
   if (!config_.prefix_caching) return false;
   const std::size_t page = std::size_t(config_.page_size);
   const std::size_t max_match = r.sampling.max_tokens == 0 ? r.prompt.size() : r.prompt.size() - 1;
@@ -151,7 +151,7 @@ bool Scheduler::waits_for_leader(const SeqRequest& r, cache::TenantId tenant) co
   return false;
 }
 
-Scheduler::Admit Scheduler::try_admit(Pending& p) {
+BatchEngine::Admit BatchEngine::try_admit(Pending& p) {
   const SeqRequest& r = p.request;
   auto tenant = tenant_id(r.tenant);
   if (!tenant) {
@@ -208,7 +208,7 @@ Scheduler::Admit Scheduler::try_admit(Pending& p) {
 }
 
 // Mirrors PrefixCache::make_room: the tenant's own quota, not the pool, refuses new_pages.
-bool Scheduler::over_own_quota(cache::TenantId tenant, std::size_t new_pages) const {
+bool BatchEngine::over_own_quota(cache::TenantId tenant, std::size_t new_pages) const {
   auto ts = cache_->tenant_stats(tenant);
   if (!ts || ts->quota_pages == 0 || ts->used_pages + new_pages <= ts->quota_pages) return false;
   return ts->used_pages + new_pages - ts->quota_pages > ts->evictable_pages;
@@ -216,7 +216,7 @@ bool Scheduler::over_own_quota(cache::TenantId tenant, std::size_t new_pages) co
 
 // One tenant's turn: its oldest request that can go now (a request waiting for a
 // leader's pages lets the next one go). Within a tenant, memory keeps FIFO order.
-Scheduler::Admit Scheduler::admit_from(FairQueue<Pending>::Lane& lane) {
+BatchEngine::Admit BatchEngine::admit_from(FairQueue<Pending>::Lane& lane) {
   for (auto it = lane.items.begin(); it != lane.items.end(); ++it) {
     const Admit a = try_admit(*it);
     if (a == Admit::waiting) continue;
@@ -226,8 +226,8 @@ Scheduler::Admit Scheduler::admit_from(FairQueue<Pending>::Lane& lane) {
   return Admit::waiting;
 }
 
-// Rounds of the ring (the fair admission rule in scheduler.hpp) until nothing more can go.
-void Scheduler::admit_rounds() {
+// Rounds of the ring (the fair admission rule in batch_engine.hpp) until nothing more can go.
+void BatchEngine::admit_rounds() {
   bool progress = true;
   while (progress && !queue_.empty()) {
     progress = false;
@@ -242,7 +242,7 @@ void Scheduler::admit_rounds() {
   }
 }
 
-void Scheduler::admit() {
+void BatchEngine::admit() {
   for (;;) {
     admit_rounds();
     remove_finished();
@@ -266,7 +266,7 @@ void Scheduler::admit() {
   }
 }
 
-void Scheduler::step() {
+void BatchEngine::step() {
   ++num_steps_;
   expire_pins();
   const std::size_t queued = queue_.size();
@@ -279,7 +279,7 @@ void Scheduler::step() {
   if (log::enabled(spdlog::level::debug)) trace_step(batch, admitted, before - live_.size());
 }
 
-void Scheduler::trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished) {
+void BatchEngine::trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished) {
   const auto stats = cache_->stats();
   log::logger().debug(
       "step {}: batch {} rows ({} decode, {} prefill of {} tokens); admitted {}, finished {}, live {}, "
@@ -292,7 +292,7 @@ void Scheduler::trace_step(const BatchShape& batch, std::size_t admitted, std::s
   traced_evicted_pages_ = stats.total.evicted_pages;
 }
 
-Scheduler::BatchShape Scheduler::run_batch() {
+BatchEngine::BatchShape BatchEngine::run_batch() {
   BatchShape shape;
   std::vector<model::SequenceStep> steps;
   std::vector<Live*> rows;
@@ -351,11 +351,11 @@ Scheduler::BatchShape Scheduler::run_batch() {
   return shape;
 }
 
-std::int32_t Scheduler::sample(Live& l, std::span<const float> logits) {
+std::int32_t BatchEngine::sample(Live& l, std::span<const float> logits) {
   return l.constraint ? l.sampler->sample(logits, l.constraint->allowed()) : l.sampler->sample(logits);
 }
 
-void Scheduler::on_token(Live& l, std::int32_t token) {
+void BatchEngine::on_token(Live& l, std::int32_t token) {
   if (token < 0) {
     fail_live(l, Error{ErrorCode::internal, "sampler returned no token"});
     return;
@@ -384,7 +384,7 @@ void Scheduler::on_token(Live& l, std::int32_t token) {
   finish(l, cut ? "length" : "stop");
 }
 
-SeqResult Scheduler::result_of(const Live& l, const std::string& reason) const {
+SeqResult BatchEngine::result_of(const Live& l, const std::string& reason) const {
   const auto now = Clock::now();
   SeqResult r;
   r.request_id = l.p.request.request_id;
@@ -404,7 +404,7 @@ SeqResult Scheduler::result_of(const Live& l, const std::string& reason) const {
   return r;
 }
 
-void Scheduler::finish(Live& l, const std::string& reason) {
+void BatchEngine::finish(Live& l, const std::string& reason) {
   if (!l.p.done) return;  // already finished
   if (config_.prefix_caching && l.computed > l.committed)
     (void)cache_->commit(l.seq, std::span(l.tokens.data(), l.computed));  // best effort
@@ -423,7 +423,7 @@ void Scheduler::finish(Live& l, const std::string& reason) {
 // Pins what the finished request computed (its cached path) for pin_ttl_ms: a tool
 // runs now and the continuation will extend this history. Best effort: nothing is
 // pinned when no full page is cached or the pins are at max_pinned_pages.
-void Scheduler::pin_history(Live& l, SeqResult& result) {
+void BatchEngine::pin_history(Live& l, SeqResult& result) {
   const SeqRequest& r = l.p.request;
   if (r.pin_ttl_ms <= 0 || !config_.prefix_caching) return;
   auto id = cache_->pin(l.tenant, std::span<const std::int32_t>(l.tokens.data(), l.computed));
@@ -433,7 +433,7 @@ void Scheduler::pin_history(Live& l, SeqResult& result) {
   result.pin_id = *id;
 }
 
-void Scheduler::fail_live(Live& l, const Error& error) {
+void BatchEngine::fail_live(Live& l, const Error& error) {
   if (!l.p.done) return;
   (void)cache_->close(l.seq);
   auto done = std::move(l.p.done);
@@ -441,17 +441,17 @@ void Scheduler::fail_live(Live& l, const Error& error) {
   done(error_result(l.p.request.request_id, error));
 }
 
-void Scheduler::fail_pending(Pending& p, const Error& error) {
+void BatchEngine::fail_pending(Pending& p, const Error& error) {
   if (p.request.release_pin != 0) unpin(std::exchange(p.request.release_pin, 0));
   if (p.done) p.done(error_result(p.request.request_id, error));
   p.done = nullptr;
 }
 
-void Scheduler::remove_finished() {
+void BatchEngine::remove_finished() {
   std::erase_if(live_, [](const std::unique_ptr<Live>& l) { return !l->p.done; });
 }
 
-void Scheduler::cancel(std::uint64_t request_id) {
+void BatchEngine::cancel(std::uint64_t request_id) {
   for (auto& lane : queue_.lanes()) {
     for (auto it = lane.items.begin(); it != lane.items.end(); ++it) {
       if (it->request.request_id != request_id) continue;
@@ -473,7 +473,7 @@ void Scheduler::cancel(std::uint64_t request_id) {
   remove_finished();
 }
 
-void Scheduler::cancel_owner(std::uint64_t owner) {
+void BatchEngine::cancel_owner(std::uint64_t owner) {
   std::vector<std::uint64_t> ids;
   for (const auto& lane : queue_.lanes())
     for (const auto& p : lane.items)
@@ -487,7 +487,7 @@ void Scheduler::cancel_owner(std::uint64_t owner) {
   for (auto id : pins) unpin(id);
 }
 
-void Scheduler::cancel_run(const std::string& run_id) {
+void BatchEngine::cancel_run(const std::string& run_id) {
   if (run_id.empty()) return;
   if (closed_runs_.insert(run_id).second) closed_order_.push_back(run_id);
   if (closed_order_.size() > kClosedRunsKept) {
@@ -507,7 +507,7 @@ void Scheduler::cancel_run(const std::string& run_id) {
   for (auto id : pins) unpin(id);
 }
 
-PinReply Scheduler::pin(const PinRequest& req, std::uint64_t owner) {
+PinReply BatchEngine::pin(const PinRequest& req, std::uint64_t owner) {
   PinReply reply;
   if (!config_.prefix_caching) {
     reply.error = "prefix caching is off";
@@ -540,7 +540,7 @@ PinReply Scheduler::pin(const PinRequest& req, std::uint64_t owner) {
   return reply;
 }
 
-void Scheduler::unpin(std::uint64_t pin_id) {
+void BatchEngine::unpin(std::uint64_t pin_id) {
   auto it = pins_.find(pin_id);
   if (it == pins_.end()) return;
   (void)cache_->unpin(pin_id);
@@ -548,7 +548,7 @@ void Scheduler::unpin(std::uint64_t pin_id) {
   pins_.erase(it);
 }
 
-std::size_t Scheduler::expire_pins() {
+std::size_t BatchEngine::expire_pins() {
   const auto t = now();
   std::vector<std::uint64_t> due;
   for (const auto& [id, pin] : pins_)
@@ -557,7 +557,7 @@ std::size_t Scheduler::expire_pins() {
   return due.size();
 }
 
-std::optional<std::chrono::steady_clock::time_point> Scheduler::next_pin_expiry() const {
+std::optional<std::chrono::steady_clock::time_point> BatchEngine::next_pin_expiry() const {
   std::optional<Clock::time_point> next;
   for (const auto& [id, pin] : pins_)
     if (pin.expires && (!next || *pin.expires < *next)) next = pin.expires;
@@ -565,7 +565,7 @@ std::optional<std::chrono::steady_clock::time_point> Scheduler::next_pin_expiry(
 }
 
 // Pin ids grow, so the first tool pin in id order is the oldest.
-bool Scheduler::break_oldest_tool_pin() {
+bool BatchEngine::break_oldest_tool_pin() {
   for (const auto& [id, pin] : pins_) {
     if (!pin.expires) continue;
     unpin(id);
@@ -574,7 +574,7 @@ bool Scheduler::break_oldest_tool_pin() {
   return false;
 }
 
-PinReply Scheduler::set_priority(const PriorityRequest& req) {
+PinReply BatchEngine::set_priority(const PriorityRequest& req) {
   PinReply reply;
   auto tenant = tenant_id(req.tenant);
   if (!tenant) {
@@ -591,7 +591,7 @@ PinReply Scheduler::set_priority(const PriorityRequest& req) {
   return reply;
 }
 
-std::string Scheduler::check_invariants() const {
+std::string BatchEngine::check_invariants() const {
   if (std::string e = cache_->check_invariants(); !e.empty()) return e;
   if (const int held = cache_->stats().num_pins; held != int(pins_.size()))
     return "the scheduler tracks " + std::to_string(pins_.size()) + " pins but the cache holds " +
@@ -609,7 +609,7 @@ std::string Scheduler::check_invariants() const {
   return "";
 }
 
-CacheSnapshot Scheduler::snapshot() const {
+CacheSnapshot BatchEngine::snapshot() const {
   const auto s = cache_->stats();
   CacheSnapshot x;
   x.prompt_tokens = prompt_tokens_;
@@ -638,7 +638,7 @@ CacheSnapshot Scheduler::snapshot() const {
   return x;
 }
 
-TreeReply Scheduler::tree(const TreeRequest& req) const {
+TreeReply BatchEngine::tree(const TreeRequest& req) const {
   TreeReply reply;
   auto tenant = cache_->find_tenant(req.tenant);
   if (!tenant) {

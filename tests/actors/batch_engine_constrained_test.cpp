@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "model/json_schema.hpp"
-#include "scheduler_test_util.hpp"
+#include "batch_engine_test_util.hpp"
 
 namespace arbor::actors {
 namespace {
@@ -70,7 +70,7 @@ void expect_valid(const SeqResult& r, const std::string& schema_text) {
   EXPECT_EQ(model::describe(schema->validate(value)), "") << r.json;
 }
 
-TEST(SchedulerConstrained, BatchedWithFreeSequencesEveryOutputValidatesAndCachingChangesNothing) {
+TEST(BatchEngineConstrained, BatchedWithFreeSequencesEveryOutputValidatesAndCachingChangesNothing) {
   Harness on(config(256, true)), off(config(256, false));
   const auto a = submit_mixed(on);
   const auto b = submit_mixed(off);
@@ -94,7 +94,7 @@ TEST(SchedulerConstrained, BatchedWithFreeSequencesEveryOutputValidatesAndCachin
   off.expect_clean();
 }
 
-TEST(SchedulerConstrained, StreamedPiecesAddUpToTheDocument) {
+TEST(BatchEngineConstrained, StreamedPiecesAddUpToTheDocument) {
   Harness h(config());
   const auto id = h.submit(request(kAsks[3], kSchemas[3], 160));
   h.drain();
@@ -102,7 +102,7 @@ TEST(SchedulerConstrained, StreamedPiecesAddUpToTheDocument) {
   EXPECT_EQ(h.streamed[id], h.results.at(id).json);
 }
 
-TEST(SchedulerConstrained, ASchemaCompilesOncePerText) {
+TEST(BatchEngineConstrained, ASchemaCompilesOncePerText) {
   Harness h(config());
   std::vector<std::uint64_t> ids;
   for (int i = 0; i < 8; ++i) ids.push_back(h.submit(request(kAsks[1], kSchemas[1], 4)));
@@ -114,7 +114,7 @@ TEST(SchedulerConstrained, ASchemaCompilesOncePerText) {
   h.expect_clean();
 }
 
-TEST(SchedulerConstrained, ASchemaTheEngineCannotEnforceFailsAtSubmitNamingItsPointer) {
+TEST(BatchEngineConstrained, ASchemaTheEngineCannotEnforceFailsAtSubmitNamingItsPointer) {
   Harness h(config());
   const auto bad = h.submit(request(kAsks[0], R"({"type":"object","properties":{"n":{"type":"integer","multipleOf":3}}})", 16));
   const auto malformed = h.submit(request(kAsks[0], R"({"type":"object",)", 16));
@@ -129,7 +129,7 @@ TEST(SchedulerConstrained, ASchemaTheEngineCannotEnforceFailsAtSubmitNamingItsPo
   EXPECT_EQ(h.s->snapshot().schemas_compiled, 0u);
 }
 
-TEST(SchedulerConstrained, ABudgetThatRunsOutLeavesNoDocumentAndStopStringsDoNotCutOne) {
+TEST(BatchEngineConstrained, ABudgetThatRunsOutLeavesNoDocumentAndStopStringsDoNotCutOne) {
   Harness h(config());
   const auto cut = h.submit(request(kAsks[0], kSchemas[0], 3));
   auto with_stop = request(kAsks[0], kSchemas[0], 160);

@@ -1,19 +1,19 @@
 // The scheduler alone (no actors), on the real model: continuous batching, fan-out
 // dedupe, caching on == off, memory pressure, never-fit errors, cancel, pins.
-#include "actors/scheduler.hpp"
+#include "actors/batch_engine.hpp"
 
 #include <gtest/gtest.h>
 
 #include "actors/conversation.hpp"
 #include "actors_test_util.hpp"
-#include "scheduler_test_util.hpp"
+#include "batch_engine_test_util.hpp"
 
 namespace arbor::actors {
 namespace {
 
 using namespace testing;
 
-TEST(Scheduler, FanOutPrefillsTheSharedPrefixOnce) {
+TEST(BatchEngine, FanOutPrefillsTheSharedPrefixOnce) {
   Harness h(config());
   const auto ids = submit_team(h, 4, 6);  // all arrive before the first step
   h.drain();
@@ -36,7 +36,7 @@ TEST(Scheduler, FanOutPrefillsTheSharedPrefixOnce) {
   h.expect_clean();
 }
 
-TEST(Scheduler, DecodeRowsOfAllSequencesShareOneStep) {
+TEST(BatchEngine, DecodeRowsOfAllSequencesShareOneStep) {
   Harness h(config());
   const auto ids = submit_team(h, 4, 12);
   h.drain();
@@ -49,7 +49,7 @@ TEST(Scheduler, DecodeRowsOfAllSequencesShareOneStep) {
   h.expect_clean();
 }
 
-TEST(Scheduler, CachingOnAndOffGiveTheSameTokens) {
+TEST(BatchEngine, CachingOnAndOffGiveTheSameTokens) {
   Harness on(config(256, true)), off(config(256, false));
   const auto a = submit_team(on, 4, 8);
   const auto b = submit_team(off, 4, 8);
@@ -64,7 +64,7 @@ TEST(Scheduler, CachingOnAndOffGiveTheSameTokens) {
   off.expect_clean();
 }
 
-TEST(Scheduler, UnderMemoryPressureRequestsQueueAndAllComplete) {
+TEST(BatchEngine, UnderMemoryPressureRequestsQueueAndAllComplete) {
   // 12 pages: a request needs ~10 (prompt + budget) with caching off, so one at a time.
   Harness h(config(12, false));
   const auto ids = submit_team(h, 4, 6);
@@ -76,7 +76,7 @@ TEST(Scheduler, UnderMemoryPressureRequestsQueueAndAllComplete) {
   h.expect_clean();
 }
 
-TEST(Scheduler, CachedPagesAreEvictedForNewWork) {
+TEST(BatchEngine, CachedPagesAreEvictedForNewWork) {
   Harness h(config(24, true));
   for (const char* theme : {"rivers", "mountains", "deserts"}) {
     h.submit(chat_prompt(shared_system() + " Theme: " + theme, "Hello"), 4, theme);
@@ -87,7 +87,7 @@ TEST(Scheduler, CachedPagesAreEvictedForNewWork) {
   h.expect_clean();
 }
 
-TEST(Scheduler, RequestsThatCanNeverFitFailAtOnce) {
+TEST(BatchEngine, RequestsThatCanNeverFitFailAtOnce) {
   Harness h(config(8, true));  // 128 tokens
   h.submit(chat_prompt(shared_system(), "Hi"), 4);
   std::vector<std::int32_t> small = {1, 2, 3};
@@ -104,7 +104,7 @@ TEST(Scheduler, RequestsThatCanNeverFitFailAtOnce) {
   h.expect_clean();
 }
 
-TEST(Scheduler, CancelQueuedAndLiveRequests) {
+TEST(BatchEngine, CancelQueuedAndLiveRequests) {
   Harness h(config(30, false));  // each needs ~16 pages: one live, one queued
   const auto ids = submit_team(h, 2, 100);
   h.s->step();  // the first is live, the second queued
@@ -120,7 +120,7 @@ TEST(Scheduler, CancelQueuedAndLiveRequests) {
   h.expect_clean();
 }
 
-TEST(Scheduler, PrefillOnlyWarmsTheCacheAndPinsHoldIt) {
+TEST(BatchEngine, PrefillOnlyWarmsTheCacheAndPinsHoldIt) {
   Harness h(config());
   Conversation c(real_model()->tokenizer(), real_chat());
   c.start(shared_system(), "Hi");
@@ -143,9 +143,9 @@ TEST(Scheduler, PrefillOnlyWarmsTheCacheAndPinsHoldIt) {
 
 // A server sees runs without end: what the scheduler remembers per run stays bounded,
 // and forgetting an old closed run cannot leak a pin (its owner's end drops it).
-TEST(Scheduler, PerRunBookkeepingIsBoundedAndPinsDieWithTheirOwner) {
+TEST(BatchEngine, PerRunBookkeepingIsBoundedAndPinsDieWithTheirOwner) {
   Harness h(config());
-  const std::size_t kept = Scheduler::kClosedRunsKept;
+  const std::size_t kept = BatchEngine::kClosedRunsKept;
   for (std::size_t i = 0; i < kept + 500; ++i) h.s->cancel_run("run-" + std::to_string(i));
   EXPECT_EQ(h.s->num_closed_runs(), kept);
   Conversation c(real_model()->tokenizer(), real_chat());

@@ -1,4 +1,4 @@
-// Shared by the scheduler tests: the real model behind a Scheduler driven step by step,
+// Shared by the scheduler tests: the real model behind a BatchEngine driven step by step,
 // with prompts of a team of agents that share one long system prompt.
 #pragma once
 
@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "actors/conversation.hpp"
-#include "actors/scheduler.hpp"
+#include "actors/batch_engine.hpp"
 #include "actors_test_util.hpp"
 
 namespace arbor::actors::testing {
 
 inline constexpr std::size_t kPage = 16;
 
-inline SchedulerConfig config(int num_pages = 256, bool caching = true) {
-  SchedulerConfig c;
+inline BatchEngineConfig config(int num_pages = 256, bool caching = true) {
+  BatchEngineConfig c;
   c.model = real_model();
   c.engine = cpu_engine();
   c.num_pages = num_pages;
@@ -41,13 +41,13 @@ inline std::string shared_system(int guidelines = 12) {
 }
 
 struct Harness {
-  std::unique_ptr<Scheduler> s;
+  std::unique_ptr<BatchEngine> s;
   std::map<std::uint64_t, SeqResult> results;
   std::vector<std::uint64_t> finished;  // request ids in the order their results came
   std::map<std::uint64_t, std::string> streamed;
 
-  explicit Harness(SchedulerConfig c) {
-    auto r = Scheduler::create(std::move(c));
+  explicit Harness(BatchEngineConfig c) {
+    auto r = BatchEngine::create(std::move(c));
     EXPECT_TRUE(r) << r.error().message;
     s = std::move(*r);
   }

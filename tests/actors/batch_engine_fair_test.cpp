@@ -3,7 +3,7 @@
 // and a tenant held back by its own quota does not hold the others back.
 #include <gtest/gtest.h>
 
-#include "scheduler_test_util.hpp"
+#include "batch_engine_test_util.hpp"
 
 namespace arbor::actors {
 namespace {
@@ -18,13 +18,13 @@ std::vector<std::int32_t> prompt() { return chat_prompt("You are a careful assis
 int pages_per_request() { return int(prompt().size() + 1 + kPage - 1) / int(kPage); }
 
 // Caching off: every request needs its own pages, so memory decides who runs.
-SchedulerConfig fair_config(int num_pages) { return config(num_pages, false); }
+BatchEngineConfig fair_config(int num_pages) { return config(num_pages, false); }
 
 struct Tenants {
   Harness h;
   std::map<std::uint64_t, std::string> tenant_of;
 
-  explicit Tenants(SchedulerConfig c) : h(std::move(c)) {}
+  explicit Tenants(BatchEngineConfig c) : h(std::move(c)) {}
   std::uint64_t submit(const std::string& tenant, const std::string& run = "") {
     const auto id = h.submit(prompt(), 2, tenant, run);
     tenant_of[id] = tenant;
@@ -46,7 +46,7 @@ struct Tenants {
 
 // The pool holds one request at a time, so requests finish in admission order. The
 // flooding tenant queued six before the other queued three: they alternate.
-TEST(SchedulerFair, TenantsAreAdmittedRoundRobin) {
+TEST(BatchEngineFair, TenantsAreAdmittedRoundRobin) {
   Tenants t(fair_config(2 * pages_per_request() - 1));
   for (int i = 0; i < 6; ++i) t.submit("flood");
   for (int i = 0; i < 3; ++i) t.submit("calm");
@@ -59,8 +59,8 @@ TEST(SchedulerFair, TenantsAreAdmittedRoundRobin) {
 // max_queued_requests bounds each tenant's queue of requests outside runs: the flood
 // is refused beyond it, the other tenant is not. A run's requests are bounded by its
 // run actor instead, so they are never refused for a full queue.
-TEST(SchedulerFair, EachTenantHasItsOwnQueueBound) {
-  SchedulerConfig c = fair_config(64);
+TEST(BatchEngineFair, EachTenantHasItsOwnQueueBound) {
+  BatchEngineConfig c = fair_config(64);
   c.max_queued_requests = 4;
   Tenants t(c);
   for (int i = 0; i < 6; ++i) t.submit("flood");
@@ -79,8 +79,8 @@ TEST(SchedulerFair, EachTenantHasItsOwnQueueBound) {
 
 // One request of tenant 'small' fills its quota; its second waits for the first, but
 // the other tenant's requests go meanwhile instead of queueing behind it.
-TEST(SchedulerFair, ATenantAtItsQuotaDoesNotBlockOthers) {
-  SchedulerConfig c = fair_config(128);
+TEST(BatchEngineFair, ATenantAtItsQuotaDoesNotBlockOthers) {
+  BatchEngineConfig c = fair_config(128);
   c.tenants["small"] = cache::TenantConfig{std::size_t(2 * pages_per_request() - 1), false};
   Tenants t(c);
   for (int i = 0; i < 3; ++i) t.submit("small");

@@ -1,4 +1,4 @@
-// Tool pins (SeqRequest::pin_ttl_ms / release_pin; actors/scheduler.hpp): a finished
+// Tool pins (SeqRequest::pin_ttl_ms / release_pin; actors/batch_engine.hpp): a finished
 // request's history stays pinned while a tool runs, so memory pressure evicts other
 // pages; the continuation releases it once admitted; the TTL (an injected clock here)
 // ends it; cancelling drops it; and a pin never keeps a request out of the pool.
@@ -7,7 +7,7 @@
 #include <chrono>
 #include <memory>
 
-#include "scheduler_test_util.hpp"
+#include "batch_engine_test_util.hpp"
 
 namespace arbor::actors {
 namespace {
@@ -46,7 +46,7 @@ SeqRequest continuation(const SeqRequest& call, const SeqResult& r, std::uint64_
   return req;
 }
 
-TEST(SchedulerToolPin, HistoryStaysPinnedUntilTheContinuationIsAdmitted) {
+TEST(BatchEngineToolPin, HistoryStaysPinnedUntilTheContinuationIsAdmitted) {
   Harness h(config());
   const SeqRequest call = call_request(60000);
   const auto id = h.submit(call);
@@ -71,9 +71,9 @@ TEST(SchedulerToolPin, HistoryStaysPinnedUntilTheContinuationIsAdmitted) {
   h.expect_clean();
 }
 
-TEST(SchedulerToolPin, ExpiresAfterItsTtlAndThePagesStayCached) {
+TEST(BatchEngineToolPin, ExpiresAfterItsTtlAndThePagesStayCached) {
   auto now = std::make_shared<Clock::time_point>(Clock::now());
-  SchedulerConfig c = config();
+  BatchEngineConfig c = config();
   c.clock = [now] { return *now; };
   Harness h(std::move(c));
   const auto id = h.submit(call_request(1000));
@@ -97,13 +97,13 @@ TEST(SchedulerToolPin, ExpiresAfterItsTtlAndThePagesStayCached) {
 // Memory pressure: two other requests, each needing most of the free pool, run while
 // the tool "runs". With the pin the second one evicts the first one's pages and the
 // history survives whole; without it LRU takes the (older) history first.
-TEST(SchedulerToolPin, EvictionSkipsPinnedHistoryUnderMemoryPressure) {
+TEST(BatchEngineToolPin, EvictionSkipsPinnedHistoryUnderMemoryPressure) {
   std::map<bool, std::size_t> cached;
   for (bool pinned : {true, false}) {
     const SeqRequest call = call_request(pinned ? 60000 : 0);
     const std::size_t history_pages = pages_for(call.prompt.size() + 4);
     const std::size_t filler_pages = pages_for(filler_prompt(0).size() + 1);
-    SchedulerConfig c = config(int(history_pages + filler_pages + 2));
+    BatchEngineConfig c = config(int(history_pages + filler_pages + 2));
     c.max_pinned_pages = c.num_pages;
     Harness h(std::move(c));
     const auto id = h.submit(call);
@@ -130,10 +130,10 @@ TEST(SchedulerToolPin, EvictionSkipsPinnedHistoryUnderMemoryPressure) {
 
 // A request that can be admitted only with the pinned pages, while nothing runs, breaks
 // the pin instead of failing or waiting for the TTL.
-TEST(SchedulerToolPin, PinsNeverKeepARequestOutOfThePool) {
+TEST(BatchEngineToolPin, PinsNeverKeepARequestOutOfThePool) {
   const SeqRequest call = call_request(60000);
   // Room for the history and one page more: the filler needs more than that page.
-  SchedulerConfig c = config(int(pages_for(call.prompt.size() + 4) + 1));
+  BatchEngineConfig c = config(int(pages_for(call.prompt.size() + 4) + 1));
   ASSERT_GT(pages_for(filler_prompt(0).size() + 1), 2u);
   c.max_pinned_pages = c.num_pages;
   Harness h(std::move(c));
@@ -147,7 +147,7 @@ TEST(SchedulerToolPin, PinsNeverKeepARequestOutOfThePool) {
   h.expect_clean();
 }
 
-TEST(SchedulerToolPin, CancellingTheRunOrTheQueuedContinuationReleasesThePin) {
+TEST(BatchEngineToolPin, CancellingTheRunOrTheQueuedContinuationReleasesThePin) {
   Harness h(config());
   const SeqRequest call = call_request(60000);
   auto id = h.submit(call);

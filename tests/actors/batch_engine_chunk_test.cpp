@@ -6,8 +6,8 @@
 // computed) and compares outputs with a run that cannot share anything.
 #include <gtest/gtest.h>
 
-#include "actors/scheduler.hpp"
-#include "scheduler_test_util.hpp"
+#include "actors/batch_engine.hpp"
+#include "batch_engine_test_util.hpp"
 
 namespace arbor::actors {
 namespace {
@@ -15,8 +15,8 @@ namespace {
 using namespace testing;
 constexpr int kShort = 4;  // guidelines: a ~60-token shared prompt, 3 full 16-token pages
 
-SchedulerConfig chunked(int chunk, int page_size, bool caching, int max_step_tokens = 1024) {
-  SchedulerConfig c = config(4096 / page_size, caching);
+BatchEngineConfig chunked(int chunk, int page_size, bool caching, int max_step_tokens = 1024) {
+  BatchEngineConfig c = config(4096 / page_size, caching);
   c.prefill_chunk = chunk;
   c.page_size = page_size;
   c.max_step_tokens = max_step_tokens;
@@ -39,7 +39,7 @@ std::vector<std::vector<std::int32_t>> outputs(const Harness& h, const std::vect
   return out;
 }
 
-TEST(SchedulerChunks, SubPageChunksFanOutCachingOnEqualsOff) {
+TEST(BatchEngineChunks, SubPageChunksFanOutCachingOnEqualsOff) {
   struct Case {
     int chunk, page;
   };
@@ -63,7 +63,7 @@ TEST(SchedulerChunks, SubPageChunksFanOutCachingOnEqualsOff) {
 
 // Chunks cut by a small step budget land at irregular offsets inside pages, while
 // prompts that share a prefix of a different length with the team arrive in between.
-TEST(SchedulerChunks, TreeNeverHoldsUncomputedPositions) {
+TEST(BatchEngineChunks, TreeNeverHoldsUncomputedPositions) {
   auto late_prompts = [] {
     return std::vector{chat_prompt(shared_system(kShort) + " Extra rule: be kind.", "Hi"),
                        chat_prompt(shared_system(kShort), "Summarise guideline 3.")};  // a repeat
@@ -85,7 +85,7 @@ TEST(SchedulerChunks, TreeNeverHoldsUncomputedPositions) {
 // The leader of a fan-out is cancelled halfway through the shared prefix (a page is
 // partly written); its waiting siblings take over and its prompt comes back later.
 // Every output equals the one of a fresh run of the same prompt.
-TEST(SchedulerChunks, CancelledLeaderMidPrefillThenResubmittedEqualsFreshRun) {
+TEST(BatchEngineChunks, CancelledLeaderMidPrefillThenResubmittedEqualsFreshRun) {
   Harness h(chunked(5, 16, true));
   const auto team = submit_team(h, 4, 4, kShort);
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(h.step_checked());  // 25 of ~60 prefix tokens: 2nd page part-written
