@@ -73,7 +73,7 @@ struct GenerateResult {
   std::string finish_reason;         // "stop" | "length" | "cancelled"
   // With json_schema: the output parsed, valid against the schema; empty when
   // generation ended before the document was complete (finish_reason "length").
-  std::optional<nlohmann::ordered_json> json;
+  std::optional<nlohmann::ordered_json> json = {};
 };
 
 // One tool call an agent made, in order (AgentResult::tool_trace).
@@ -101,14 +101,14 @@ struct AgentResult {
   std::string error;  // set when status is not "ok"
   std::size_t warmup_tokens = 0;  // prefix tokens prefilled for the sub-agents (see above)
   // An agent with an output_schema: its output parsed, valid against the schema.
-  std::optional<nlohmann::ordered_json> json;
+  std::optional<nlohmann::ordered_json> json = {};
   // Tools: calls made, time spent in them, prompt tokens prefilled again after tool
   // results beyond the new messages (only the history's last, partial KV page), and
   // each call. The tool-call requests' tokens are part of the counts above.
   int tool_calls = 0;
   double tool_ms = 0;
   std::size_t tool_recomputed_tokens = 0;
-  std::vector<ToolCallInfo> tool_trace;
+  std::vector<ToolCallInfo> tool_trace = {};
 };
 
 // A tool an application gives to its workflows' agents (Runtime::add_tool); an agent
