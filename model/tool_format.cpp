@@ -60,7 +60,22 @@ Result<ToolCall> parse_tool_call(std::string_view json_text) {
   if (!doc->is_object() || !doc->contains("name") || !(*doc)["name"].is_string() || !doc->contains("arguments"))
     return fail(ErrorCode::invalid_argument, "tool call must be {\"name\": ..., \"arguments\": {...}}, got " +
                                                  doc->dump());
-  return ToolCall{(*doc)["name"].get<std::string>(), (*doc)["arguments"]};
+  ToolCall call{(*doc)["name"].get<std::string>(), (*doc)["arguments"]};
+  // The generation form writes name then arguments, compactly: the arguments are the
+  // bytes between that head and the closing brace. Any other layout: re-serialized.
+  const std::string head = "{\"name\":" + Json(call.name).dump() + ",\"arguments\":";
+  const std::string_view text = json_text;
+  if (text.starts_with(head) && text.ends_with('}') && text.size() > head.size() + 1) {
+    std::string args(text.substr(head.size(), text.size() - head.size() - 1));
+    if (auto same = parse_json_text<Json>(args); same && *same == call.arguments) call.arguments_text = std::move(args);
+  }
+  if (call.arguments_text.empty()) call.arguments_text = call.arguments.dump();
+  return call;
+}
+
+std::string tool_call_text(std::string_view name, std::string_view arguments_json) {
+  return std::string(kToolCallHead) + "{\"name\":" + Json(std::string(name)).dump() + ",\"arguments\":" +
+         std::string(arguments_json) + "}" + std::string(kToolCallTail);
 }
 
 }  // namespace arbor::model

@@ -7,7 +7,7 @@
 //     # Tools ... <tools>
 //     {"type":"function","function":{"name":...,"description":...,"parameters":{...}}}
 //     </tools> ... <tool_call>...</tool_call> instructions
-//   assistant: optional text, then <tool_call>{"name":"calculator","arguments":{...}}</tool_call>
+//   assistant: optional text, then <tool_call>\n{"name":"calculator","arguments":{...}}\n</tool_call>
 //   user:      <tool_response>\n{result}\n</tool_response>
 //
 // The JSON between the tags is generated under tool_call_schema(): an object whose
@@ -33,6 +33,11 @@ struct ToolSignature {
 
 inline constexpr std::string_view kToolCallOpen = "<tool_call>";
 inline constexpr std::string_view kToolCallClose = "</tool_call>";
+// A call is written <tool_call>\n{JSON}\n</tool_call>, Hermes's layout: the newlines
+// keep the tags and the JSON in separate pre-tokens, so the ids of a call rendered back
+// as text are the ids it was generated with (">{" would merge into one token).
+inline constexpr std::string_view kToolCallHead = "<tool_call>\n";
+inline constexpr std::string_view kToolCallTail = "\n</tool_call>";
 
 // The system block that describes `tools` (in the order given: the same list gives the
 // same bytes, so agents with the same prefix and tools share its KV pages too).
@@ -48,9 +53,19 @@ std::string tool_response_text(std::string_view result);
 struct ToolCall {
   std::string name;
   Json arguments;
+  // The arguments as written in the document (not re-serialized: "1.50" stays "1.50"),
+  // so that tool_call_text() renders the call back to the bytes the model generated.
+  std::string arguments_text = {};
 };
 
 // Reads a call document generated under tool_call_schema().
 Result<ToolCall> parse_tool_call(std::string_view json_text);
+
+// A call as the model writes it in an assistant message:
+//   <tool_call>\n{"name":NAME,"arguments":ARGUMENTS}\n</tool_call>
+// (the generation form of tool_call_schema: compact, name first). `arguments_json` is
+// put in as given: with a ToolCall's arguments_text the bytes are the generated ones,
+// so a conversation sent back in full matches its cached history.
+std::string tool_call_text(std::string_view name, std::string_view arguments_json);
 
 }  // namespace arbor::model

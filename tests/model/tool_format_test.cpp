@@ -54,5 +54,20 @@ TEST(ToolFormat, ReadsACallAndWrapsAResponse) {
   EXPECT_EQ(tool_response_text("42"), "<tool_response>\n42\n</tool_response>");
 }
 
+// The arguments come back as generated ("1.50" is not re-serialized as 1.5), and
+// tool_call_text renders the call to the same bytes: a conversation sent back in full
+// (an OpenAI client returns the call's arguments string) matches the generated history.
+TEST(ToolFormat, ACallRendersBackToTheGeneratedBytes) {
+  const std::string generated = R"({"name":"pay","arguments":{"amount":1.50,"to":"a\/b"}})";
+  auto call = parse_tool_call(generated);
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->arguments_text, R"({"amount":1.50,"to":"a\/b"})");
+  EXPECT_EQ(tool_call_text(call->name, call->arguments_text), "<tool_call>\n" + generated + "\n</tool_call>");
+  // Another layout (spaces): the arguments re-serialized, still the same value.
+  auto spaced = parse_tool_call(R"({"name": "pay", "arguments": {"amount": 2}})");
+  ASSERT_TRUE(spaced);
+  EXPECT_EQ(spaced->arguments_text, R"({"amount":2})");
+}
+
 }  // namespace
 }  // namespace arbor::model
