@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "actors/tool_call_steps.hpp"
 #include "model/tool_format.hpp"
 
 namespace arbor::actors {
@@ -44,10 +45,6 @@ ToolLoop::~ToolLoop() {
   if (pin_ != 0) caf::anon_send(env_.cache, UnpinRequest{pin_});  // the attempt ended during a call
 }
 
-std::vector<std::int32_t> ToolLoop::plain_ids(std::string_view text) const {
-  return env_.model->tokenizer().encode(text, false);
-}
-
 void ToolLoop::turn(Conversation& conv, SeqRequest base, Then then) {
   conv_ = &conv;
   base_ = std::move(base);
@@ -72,7 +69,10 @@ void ToolLoop::send(SeqRequest request, std::function<void(ToolLoop&, SeqResult&
 }
 
 void ToolLoop::round() {
-  if (std::exchange(forced_, false)) return call(plain_ids(model::kToolCallOpen), std::string(model::kToolCallOpen));
+  if (std::exchange(forced_, false)) {
+    auto head = forced_call_head(env_.model->tokenizer());
+    return call(std::move(head.ids), std::move(head.text));
+  }
   if (calls_ >= plan_.max_tool_calls) return final_round();
   SeqRequest req = base_;
   req.prompt = conv_->prompt();
@@ -84,24 +84,9 @@ void ToolLoop::round() {
 
 // A free round ended: at "<tool_call>" (a call follows), or with an answer.
 void ToolLoop::on_free(SeqResult& r, std::size_t prompt_len) {
-  const auto& tok = env_.model->tokenizer();
-  std::string bytes;
-  for (std::size_t k = 0; k < r.tokens.size() && r.finish_reason == "stop"; ++k) {
-    const std::size_t before = bytes.size();
-    bytes += tok.token_to_piece(r.tokens[k]);
-    const std::size_t at = bytes.find(model::kToolCallOpen);
-    if (at == std::string::npos) continue;
-    // The reply up to the end of "<tool_call>": whole tokens while they fit, then the
-    // tag's rest as text (a token that ran past the tag is not kept).
-    const std::size_t tag_end = at + model::kToolCallOpen.size();
-    std::vector<std::int32_t> head(r.tokens.begin(), r.tokens.begin() + std::ptrdiff_t(k + (bytes.size() == tag_end)));
-    std::string head_text = bytes.substr(0, tag_end);
-    if (bytes.size() != tag_end) {
-      const auto rest = plain_ids(std::string_view(head_text).substr(before));
-      head.insert(head.end(), rest.begin(), rest.end());
-    }
-    known_len_ = prompt_len + k;  // K/V computed: the prompt and every generated id before the last
-    return call(std::move(head), std::move(head_text));
+  if (auto head = find_call_head(env_.model->tokenizer(), r)) {
+    known_len_ = prompt_len + head->computed;  // K/V computed: the prompt and every generated id before the last
+    return call(std::move(head->ids), std::move(head->text));
   }
   if (!base_.json_schema.empty()) return final_round();
   auto then = then_;  // may end this attempt, and this loop with it
@@ -109,13 +94,8 @@ void ToolLoop::on_free(SeqResult& r, std::size_t prompt_len) {
 }
 
 void ToolLoop::call(std::vector<std::int32_t> head_ids, std::string head_text) {
-  std::vector<std::int32_t> prompt = conv_->prompt();
-  prompt.insert(prompt.end(), head_ids.begin(), head_ids.end());
-  SeqRequest req = base_;  // the agent's sampler settings, for the call's JSON
-  req.prompt = std::move(prompt);
-  req.sampling.max_tokens = kCallTokens;
-  req.sampling.stop.clear();
-  req.json_schema = call_schema_;
+  // The agent's sampler settings, for the call's JSON.
+  SeqRequest req = call_request(base_, conv_->prompt(), head_ids, call_schema_, kCallTokens);
   req.pin_ttl_ms = env_.tool_pin_ttl_ms;  // the history stays while the tool runs
   const std::size_t prompt_len = req.prompt.size();
   send(std::move(req),
@@ -136,9 +116,9 @@ void ToolLoop::on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::st
   if (!env_.tool_runner) return fail("its run has no tool runner (RunEnv::tool_runner)");
   reply_ids_ = std::move(head_ids);
   reply_ids_.insert(reply_ids_.end(), r.tokens.begin(), r.tokens.end());
-  const auto close = plain_ids(model::kToolCallClose);
+  const auto close = call_tail_ids(env_.model->tokenizer());
   reply_ids_.insert(reply_ids_.end(), close.begin(), close.end());
-  reply_text_ = head_text + r.text + std::string(model::kToolCallClose);
+  reply_text_ = head_text + r.text + std::string(model::kToolCallTail);
   known_len_ = prompt_len + (r.tokens.empty() ? 0 : r.tokens.size() - 1);
   ++calls_;
   ++report_.tool_calls;

@@ -6,8 +6,8 @@
 //   1. free text with "<tool_call>" as a stop string (tool_choice "required": the first
 //      round skips this and starts the reply with "<tool_call>" itself);
 //   2. when the stop fires: a request constrained to tool_call_schema() continues the
-//      same reply ({"name": one of the tools, "arguments": valid for it}), then
-//      "</tool_call>" is appended;
+//      same reply after "<tool_call>\n" ({"name": one of the tools, "arguments": valid
+//      for it}), then "\n</tool_call>" is appended (actors/tool_call_steps.hpp);
 //   3. the handler runs on its own thread (ToolRunner) with tool_timeout_ms; its result
 //      goes back as a "<tool_response>" user message and the turn continues at 1. Each
 //      request extends the previous prompt id for id, so the cache matches the whole
@@ -86,7 +86,6 @@ class ToolLoop {
   void on_timeout(std::uint64_t call_id);
   void finish_call(const std::string& status, std::string text, double ms);
   void final_round();
-  std::vector<std::int32_t> plain_ids(std::string_view text) const;
 
   caf::event_based_actor* self_;
   const RunEnv& env_;
