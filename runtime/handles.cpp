@@ -164,11 +164,12 @@ void RunHandle::cancel() {
 
 // --- GenerationHandle ---
 
-void GenerationHandle::State::complete(const actors::SeqResult& r) {
+void GenerationHandle::State::complete(const actors::SeqResult& r, std::vector<ChatToolCall> calls) {
   GenerationDone done;
   {
     std::lock_guard lock(mu);
     result = r;
+    tool_calls = std::move(calls);
     finished = true;
     cache = nullptr;
     done = std::move(on_done);  // at most once, and no capture outlives the call
@@ -179,7 +180,9 @@ void GenerationHandle::State::complete(const actors::SeqResult& r) {
 
 Result<GenerateResult> GenerationHandle::State::outcome() const {
   if (!result.ok) return fail(ErrorCode(result.error_code), result.error);
-  return to_generate_result(result);
+  GenerateResult g = to_generate_result(result);
+  g.tool_calls = tool_calls;
+  return g;
 }
 
 Result<GenerateResult> GenerationHandle::result() {
@@ -204,6 +207,7 @@ void GenerationHandle::cancel() {
     std::lock_guard lock(state_->mu);
     cache = state_->cache;
     id = state_->request_id;
+    state_->cancel_requested = true;
   }
   if (cache) caf::anon_send(cache, actors::CancelRequest{id});
 }

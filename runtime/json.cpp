@@ -109,6 +109,11 @@ std::string to_json(const GenerateResult& r) {
                       {"decode_ms", r.decode_ms},
                       {"finish_reason", r.finish_reason}};
   if (r.json) j["json"] = document(*r.json);
+  if (!r.tool_calls.empty()) {
+    j["tool_calls"] = nlohmann::json::array();
+    for (const auto& c : r.tool_calls)
+      j["tool_calls"].push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+  }
   return dump(j);
 }
 

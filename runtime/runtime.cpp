@@ -10,6 +10,8 @@
 #include "actors/run_env.hpp"
 #include "model/engine_factory.hpp"
 #include "model/unicode.hpp"
+#include "model/tool_format.hpp"
+#include "runtime/chat_prompt.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "workflows/workflow.hpp"
 
@@ -55,30 +57,6 @@ std::string no_page_message(const RuntimeConfig& c, std::size_t pool_bytes, cons
   return "the device has " + std::to_string(pool_bytes) + " bytes left for the KV pool after the weights and the "
          "step workspace, less than one page" + page + "; free device memory, use a smaller model or lower "
          "max_step_tokens";
-}
-
-// The helper actor behind start_generate: sends the request, forwards token pieces,
-// completes the handle's state, quits.
-caf::behavior generation_actor(caf::event_based_actor* self, caf::actor cache, actors::SeqRequest req,
-                               std::shared_ptr<GenerationHandle::State> state) {
-  if (state->on_token) req.listener = caf::actor_cast<caf::actor>(self);
-  self->request(cache, caf::infinite, std::move(req))
-      .then(
-          [self, state](actors::SeqResult& r) {
-            state->complete(r);
-            self->quit();
-          },
-          [self, state](caf::error& e) {
-            actors::SeqResult r;
-            r.ok = false;
-            r.error_code = int(ErrorCode::internal);
-            r.error = "cache actor: " + self->system().render(e);
-            state->complete(r);
-            self->quit();
-          });
-  return {
-      [state](actors::TokenEvent& t) { state->on_token(t.text); },
-  };
 }
 
 }  // namespace
@@ -228,6 +206,18 @@ Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
                                                  std::function<void(const std::string&)> on_token,
                                                  GenerationDone on_done) {
   const auto& tok = impl_->model->tokenizer();
+  auto signatures = request_tools(request);
+  if (!signatures) return std::unexpected(signatures.error());
+  std::optional<GenerationTools> tools;
+  if (!signatures->empty()) {
+    tools.emplace();
+    tools->forced = request.tool_choice == ToolChoice::required || request.tool_choice == ToolChoice::function;
+    tools->none = request.tool_choice == ToolChoice::none;
+    std::vector<model::ToolSignature> callable = *signatures;
+    if (request.tool_choice == ToolChoice::function)
+      std::erase_if(callable, [&](const auto& s) { return s.name != request.tool_choice_name; });
+    tools->call_schema = model::tool_call_schema(callable);
+  }
   actors::SeqRequest req;
   if (request.raw_prompt) {
     if (tok.add_bos() && tok.bos_id() >= 0) req.prompt.push_back(tok.bos_id());
@@ -236,8 +226,7 @@ Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
   } else {
     if (request.messages.empty())
       return fail(ErrorCode::invalid_argument, "generate: give messages or a raw_prompt");
-    std::vector<model::ChatMessage> messages;
-    for (const auto& m : request.messages) messages.push_back({m.role, m.content});
+    const auto messages = chat_messages(request, *impl_->chat, tools ? model::tools_system_text(*signatures) : "");
     const auto segments = impl_->chat->render_segments(messages, true);
     req.prompt = model::tokenize_segments(tok, segments, tok.add_bos()).ids;
   }
@@ -256,7 +245,7 @@ Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
     std::erase_if(impl_->generations, [](const auto& w) { return w.expired(); });
     impl_->generations.push_back(state);
   }
-  impl_->system->spawn(generation_actor, impl_->cache, std::move(req), state);
+  impl_->system->spawn(generation_actor, impl_->cache, std::move(req), state, impl_->model, std::move(tools));
   return GenerationHandle(state);
 }
 

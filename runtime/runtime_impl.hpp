@@ -57,14 +57,29 @@ struct GenerationHandle::State {
   std::condition_variable cv;
   bool finished = false;
   actors::SeqResult result;
+  std::vector<ChatToolCall> tool_calls;  // with result: the call the model made
   caf::actor cache;  // reset when done
-  std::uint64_t request_id = 0;
+  std::uint64_t request_id = 0;  // the request in flight (a tool call's second one replaces it)
+  bool cancel_requested = false;  // set by cancel(): no further request is sent
   std::function<void(const std::string&)> on_token;
   GenerationDone on_done;  // called once by complete(), outside mu
 
-  void complete(const actors::SeqResult& r);
+  void complete(const actors::SeqResult& r, std::vector<ChatToolCall> calls = {});
   Result<GenerateResult> outcome() const;  // once finished (result no longer changes)
 };
+
+// A generation's tools (GenerateRequest::tools), for generation_actor.
+struct GenerationTools {
+  std::string call_schema;  // model::tool_call_schema of the tools it may call
+  bool forced = false;      // required / function: the reply is the call
+  bool none = false;        // tool_choice none: "<tool_call>" ends the reply, no call
+};
+
+// The actor behind start_generate (runtime/generation.cpp): `req` is the conversation's
+// request; with `tools`, the call steps of actors/tool_call_steps.hpp follow it.
+caf::behavior generation_actor(caf::event_based_actor* self, caf::actor cache, actors::SeqRequest req,
+                               std::shared_ptr<GenerationHandle::State> state,
+                               std::shared_ptr<const model::Model> model, std::optional<GenerationTools> tools);
 
 struct Runtime::Impl {
   RuntimeConfig config;

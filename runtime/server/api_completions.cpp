@@ -96,6 +96,11 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
     const GenerateResult& result = *outcome;
     if (!stream) return reply_json(ex, tenant, route, 200, dump(completion_response(chat, id, created, model, result)));
     std::string frames;
+    if (chat && !result.tool_calls.empty()) {  // the call, whole, in one delta before the last chunk
+      auto calls = completion_chunk(chat, id, created, model, "", false, "");
+      calls["choices"][0]["delta"]["tool_calls"] = tool_calls_json(result, true);
+      frames += sse_data(calls);
+    }
     auto last = completion_chunk(chat, id, created, model, "", false, finish_reason(result));
     last["usage"] = usage_json(result);
     frames += sse_data(last);

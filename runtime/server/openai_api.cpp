@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/server/chat_tools.hpp"
 #include "runtime/server/response_format.hpp"
 
 namespace arbor::server {
@@ -28,26 +29,50 @@ std::expected<std::string, ApiError> message_content(const json& content, const 
   return Fail(invalid_param(at, "must be a string or an array of text parts"));
 }
 
+// One message {role, content}; an assistant's may carry tool_calls (content then may be
+// null), a tool's a tool_call_id.
+std::expected<ChatMessage, ApiError> parse_message(const json& m, const std::string& at) {
+  if (!m.is_object()) return Fail(invalid_param(at, "must be an object {role, content}"));
+  if (!m.contains("role") || !m["role"].is_string())
+    return Fail(invalid_param(at + "/role", "is required: \"system\", \"user\", \"assistant\" or \"tool\""));
+  ChatMessage out;
+  out.role = m["role"].get<std::string>();
+  if (out.role == "developer") out.role = "system";
+  if (out.role != "system" && out.role != "user" && out.role != "assistant" && out.role != "tool")
+    return Fail(invalid_param(at + "/role",
+                              "must be \"system\", \"user\", \"assistant\" or \"tool\", not \"" + out.role + "\""));
+  const bool calls = out.role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
+  if (calls) {
+    auto parsed = parse_message_tool_calls(m["tool_calls"], at + "/tool_calls");
+    if (!parsed) return Fail(parsed.error());
+    out.tool_calls = std::move(*parsed);
+  }
+  if (out.role == "tool") {
+    if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string())
+      return Fail(invalid_param(at + "/tool_call_id", "is required: the id of the tool call this message answers"));
+    out.tool_call_id = m["tool_call_id"].get<std::string>();
+  }
+  if (!m.contains("content") || m["content"].is_null()) {
+    if (!out.tool_calls.empty()) return out;  // a call without text
+    return Fail(invalid_param(at + "/content", "is required"));
+  }
+  auto content = message_content(m["content"], at + "/content");
+  if (!content) return Fail(content.error());
+  out.content = std::move(*content);
+  return out;
+}
+
 std::expected<std::vector<ChatMessage>, ApiError> parse_messages(const json& body) {
   if (!body.contains("messages")) return Fail(invalid_param("/messages", "is required (an array of {role, content})"));
   const json& m = body["messages"];
   if (!m.is_array() || m.empty()) return Fail(invalid_param("/messages", "must be a non-empty array of {role, content}"));
   std::vector<ChatMessage> out;
   for (std::size_t i = 0; i < m.size(); ++i) {
-    const std::string at = "/messages/" + std::to_string(i);
-    if (!m[i].is_object()) return Fail(invalid_param(at, "must be an object {role, content}"));
-    if (!m[i].contains("role") || !m[i]["role"].is_string())
-      return Fail(invalid_param(at + "/role", "is required: \"system\", \"user\" or \"assistant\""));
-    std::string role = m[i]["role"].get<std::string>();
-    if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant")
-      return Fail(invalid_param(at + "/role", "must be \"system\", \"user\" or \"assistant\", not \"" + role + "\""));
-    if (!m[i].contains("content") || m[i]["content"].is_null())
-      return Fail(invalid_param(at + "/content", "is required"));
-    auto content = message_content(m[i]["content"], at + "/content");
-    if (!content) return Fail(content.error());
-    out.push_back({role, std::move(*content)});
+    auto message = parse_message(m[i], "/messages/" + std::to_string(i));
+    if (!message) return Fail(message.error());
+    out.push_back(std::move(*message));
   }
+  if (auto e = check_tool_call_ids(out)) return Fail(*e);
   return out;
 }
 
@@ -139,6 +164,8 @@ std::expected<CompletionRequest, ApiError> parse_completion_request(const json& 
   auto schema = parse_response_format(body, raw_body);
   if (!schema) return Fail(schema.error());
   r.generate.json_schema = std::move(*schema);
+  if (chat)
+    if (auto e = parse_tools(body, raw_body, r.generate)) return Fail(*e);
   if (present(body, "stream")) {
     if (!body["stream"].is_boolean()) return Fail(invalid_param("/stream", "must be true or false"));
     r.stream = body["stream"].get<bool>();
@@ -156,7 +183,22 @@ std::expected<CompletionRequest, ApiError> parse_completion_request(const json& 
 }
 
 std::string finish_reason(const GenerateResult& result) {
-  return result.finish_reason == "length" ? "length" : "stop";
+  if (result.finish_reason == "length" || result.finish_reason == "tool_calls") return result.finish_reason;
+  return "stop";
+}
+
+nlohmann::ordered_json tool_calls_json(const GenerateResult& result, bool delta) {
+  auto calls = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < result.tool_calls.size(); ++i) {
+    const ChatToolCall& c = result.tool_calls[i];
+    nlohmann::ordered_json call;
+    if (delta) call["index"] = i;
+    call["id"] = c.id;
+    call["type"] = "function";
+    call["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+    calls.push_back(std::move(call));
+  }
+  return calls;
 }
 
 nlohmann::ordered_json usage_json(const GenerateResult& result) {
@@ -174,6 +216,10 @@ nlohmann::ordered_json completion_response(bool chat, const std::string& id, lon
   choice["index"] = 0;
   if (chat) {
     choice["message"] = {{"role", "assistant"}, {"content", result.text}};
+    if (!result.tool_calls.empty()) {
+      if (result.text.empty()) choice["message"]["content"] = nullptr;
+      choice["message"]["tool_calls"] = tool_calls_json(result, false);
+    }
   } else {
     choice["text"] = result.text;
   }

@@ -29,8 +29,13 @@ std::expected<CompletionRequest, ApiError> parse_completion_request(const nlohma
                                                                     int max_tokens_cap,
                                                                     std::string_view raw_body = {});
 
-// OpenAI finish_reason of a runtime one ("stop" | "length"; "cancelled" -> "stop").
+// OpenAI finish_reason of a runtime one ("stop" | "length" | "tool_calls"; "cancelled"
+// -> "stop").
 std::string finish_reason(const GenerateResult& result);
+
+// The result's tool_calls as OpenAI writes them: [{id, type: "function", function:
+// {name, arguments}}], each with its "index" in a stream's delta (`delta`).
+nlohmann::ordered_json tool_calls_json(const GenerateResult& result, bool delta);
 
 nlohmann::ordered_json usage_json(const GenerateResult& result);
 

@@ -11,24 +11,6 @@ using Fail = std::unexpected<ApiError>;
 
 const std::string kSchemaAt = "/response_format/json_schema/schema";
 
-// The schema with its keys in the order the client wrote them.
-model::Json ordered_schema(const json& body, std::string_view raw_body) {
-  const model::Json::json_pointer at(kSchemaAt);
-  if (!raw_body.empty())
-    if (auto doc = parse_json_text<model::Json>(raw_body); doc && doc->contains(at)) return doc->at(at);
-  return model::Json::parse(body.at(json::json_pointer(kSchemaAt)).dump());
-}
-
-// The schema text, or a 400 naming every keyword the engine cannot enforce.
-std::expected<std::string, ApiError> checked_schema(const model::Json& schema) {
-  std::vector<model::SchemaError> errors;
-  if (model::JsonGrammar::from_json(schema, &errors)) return schema.dump();
-  if (errors.empty()) return Fail(invalid_param(kSchemaAt, "is not a JSON Schema the server can enforce"));
-  std::string why;
-  for (const auto& e : errors) why += (why.empty() ? "" : "; ") + kSchemaAt + e.pointer + ": " + e.message;
-  return Fail(bad_request("invalid_parameter", "response_format: the server cannot enforce this JSON Schema: " + why,
-                          kSchemaAt + errors.front().pointer));
-}
 
 std::expected<std::optional<std::string>, ApiError> json_schema_format(const json& format, const json& body,
                                                                        std::string_view raw_body) {
@@ -41,12 +23,30 @@ std::expected<std::optional<std::string>, ApiError> json_schema_format(const jso
     return Fail(invalid_param("/response_format/json_schema/strict", "must be true or false"));
   if (!spec->contains("schema") || !(*spec)["schema"].is_object())
     return Fail(invalid_param(kSchemaAt, "is required: a JSON Schema object"));
-  auto text = checked_schema(ordered_schema(body, raw_body));
+  auto text = enforceable_schema(ordered_value(body, raw_body, kSchemaAt), kSchemaAt, "response_format");
   if (!text) return Fail(text.error());
   return std::optional<std::string>(std::move(*text));
 }
 
 }  // namespace
+
+model::Json ordered_value(const json& body, std::string_view raw_body, const std::string& pointer) {
+  const model::Json::json_pointer at(pointer);
+  if (!raw_body.empty())
+    if (auto doc = parse_json_text<model::Json>(raw_body); doc && doc->contains(at)) return doc->at(at);
+  return model::Json::parse(body.at(json::json_pointer(pointer)).dump());
+}
+
+std::expected<std::string, ApiError> enforceable_schema(const model::Json& schema, const std::string& at,
+                                                        const std::string& what) {
+  std::vector<model::SchemaError> errors;
+  if (model::JsonGrammar::from_json(schema, &errors)) return schema.dump();
+  if (errors.empty()) return Fail(invalid_param(at, "is not a JSON Schema the server can enforce"));
+  std::string why;
+  for (const auto& e : errors) why += (why.empty() ? "" : "; ") + at + e.pointer + ": " + e.message;
+  return Fail(bad_request("invalid_parameter", what + ": the server cannot enforce this JSON Schema: " + why,
+                          at + errors.front().pointer));
+}
 
 std::expected<std::optional<std::string>, ApiError> parse_response_format(const json& body, std::string_view raw_body) {
   if (!body.contains("response_format") || body["response_format"].is_null()) return std::nullopt;

@@ -19,9 +19,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/json_schema.hpp"
 #include "runtime/server/api_error.hpp"
 
 namespace arbor::server {
+
+// The value at `pointer` in the body with its keys in the order the client wrote them
+// (read again from `raw_body`; empty = `body`'s, sorted). The pointer must exist.
+model::Json ordered_value(const nlohmann::json& body, std::string_view raw_body, const std::string& pointer);
+
+// The schema as compact text, or a 400 naming every keyword the engine cannot enforce
+// by its pointer in the body (`at` + the keyword's pointer in the schema); `what` starts
+// the message ("response_format", "tools[1]").
+std::expected<std::string, ApiError> enforceable_schema(const model::Json& schema, const std::string& at,
+                                                        const std::string& what);
 
 // The JSON Schema text to enforce, or nullopt for free text.
 std::expected<std::optional<std::string>, ApiError> parse_response_format(const nlohmann::json& body,

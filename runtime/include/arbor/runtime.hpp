@@ -34,10 +34,44 @@ namespace arbor {
 
 // RuntimeConfig, TenantOptions and their checks: arbor/config.hpp.
 
-struct ChatMessage {
-  std::string role;  // "system" | "user" | "assistant"
-  std::string content;
+// A function call in a chat: one the model made (GenerateResult::tool_calls), or one an
+// assistant message carries back in a later request (ChatMessage::tool_calls).
+struct ChatToolCall {
+  std::string id;         // "call_..." (unique); a "tool" message answers the call by it
+  std::string name;
+  std::string arguments;  // the arguments object as JSON text, as generated
 };
+
+struct ChatMessage {
+  std::string role;  // "system" | "user" | "assistant" | "tool"
+  std::string content;
+  // assistant: the calls it made, rendered after its content in the format the model
+  // writes them (model/tool_format.hpp), so a conversation sent back in full matches
+  // the cached history.
+  std::vector<ChatToolCall> tool_calls = {};
+  // tool: the id of the call whose result `content` is (a <tool_response> for the
+  // model; consecutive tool messages form one user turn).
+  std::string tool_call_id = {};
+};
+
+// A function the model may call in a generate() request (OpenAI "tools"). Nothing runs
+// it: the call comes back in GenerateResult::tool_calls, the caller runs it and sends
+// the result as a "tool" message in the next request.
+struct FunctionTool {
+  std::string name;         // 1..64 letters, digits, '_' or '-'
+  std::string description;  // shown to the model
+  // JSON Schema (text) of the arguments object; the call is generated under it
+  // (constrained decoding), so a keyword the engine cannot enforce is an error.
+  std::string parameters = R"({"type":"object","properties":{}})";
+};
+
+// Whether the model calls a tool (OpenAI "tool_choice"):
+//   automatic  the model decides: a reply may start with text and end with a call
+//   none       no call: the tools stay in the prompt (its cached prefix is the same as
+//              a call turn's) and a "<tool_call>" the model starts ends the reply
+//   required   the reply is a call of one of the tools
+//   function   the reply is a call of tool_choice_name
+enum class ToolChoice { automatic, none, required, function };
 
 // max_tokens, temperature, top_p, top_k, seed, stop: common/sampling_settings.hpp
 // (one definition for every layer).
@@ -55,6 +89,13 @@ struct GenerateRequest {
   // keyword's JSON pointer). The prompt should still ask for JSON: the constraint
   // decides which tokens may come, the model still decides what it writes.
   std::optional<std::string> json_schema;
+  // Tools the model may call (one call per reply; see ToolChoice). With tools, the
+  // prompt gets a system block describing them after the conversation's system message
+  // (the template's default one when the messages have none), so requests with and
+  // without tools share that message's KV pages. Not with raw_prompt or json_schema.
+  std::vector<FunctionTool> tools = {};
+  ToolChoice tool_choice = ToolChoice::automatic;
+  std::string tool_choice_name = {};  // ToolChoice::function: the tool to call
 };
 
 // Model text (GenerateResult::text, AgentResult::output, Event::text, streamed pieces) is
@@ -70,10 +111,15 @@ struct GenerateResult {
   double ttft_ms = 0;                // request accepted -> first generated token
   double prefill_ms = 0;
   double decode_ms = 0;
-  std::string finish_reason;         // "stop" | "length" | "cancelled"
+  std::string finish_reason;         // "stop" | "length" | "cancelled" | "tool_calls"
   // With json_schema: the output parsed, valid against the schema; empty when
   // generation ended before the document was complete (finish_reason "length").
   std::optional<nlohmann::ordered_json> json = {};
+  // With tools: the call the model made (finish_reason "tool_calls"; its arguments are
+  // valid against the tool's parameters). `text` is then what it wrote before the call
+  // (often empty), `tokens` the whole reply (text, call, "\n</tool_call>"). A call cut
+  // by max_tokens is dropped: finish_reason "length", text as generated before it.
+  std::vector<ChatToolCall> tool_calls = {};
 };
 
 // One tool call an agent made, in order (AgentResult::tool_trace).
