@@ -3,6 +3,7 @@
 usage: python3 server_openai_client.py PORT KEY
 Exits 0 when every check passes; prints what failed otherwise.
 """
+import json
 import sys
 
 import openai
@@ -65,4 +66,78 @@ try:
 except openai.AuthenticationError as e:
     check(e.status_code == 401, "401 for an unknown key")
 
-print("ok: openai", openai.__version__, "model", model, "cached_tokens", cached)
+# A tool loop as agent frameworks run it: the model calls a tool, the client runs it and
+# answers with a tool message, the model continues; whole and streamed.
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The current weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 40}},
+                   "required": ["city"], "additionalProperties": False}}}]
+TOOL_SYSTEM = ("You are a helpful assistant with access to tools. Call a tool when the question needs it; "
+               "when its result comes back, answer the user in one short sentence.")
+
+
+def weather(arguments):
+    return json.dumps({"city": json.loads(arguments)["city"], "temperature_c": 18, "sky": "sunny"})
+
+
+def streamed_reply(**kwargs):
+    """Runs a streamed request; returns (content, [{id, name, arguments}], finish_reason)."""
+    content, calls, finish = [], {}, None
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        for choice in chunk.choices:
+            if choice.delta.content:
+                content.append(choice.delta.content)
+            for d in choice.delta.tool_calls or []:
+                call = calls.setdefault(d.index, {"id": None, "name": "", "arguments": ""})
+                call["id"] = d.id or call["id"]
+                if d.function and d.function.name:
+                    call["name"] += d.function.name
+                if d.function and d.function.arguments:
+                    call["arguments"] += d.function.arguments
+            if choice.finish_reason:
+                finish = choice.finish_reason
+    return "".join(content), [calls[i] for i in sorted(calls)], finish
+
+
+loop = [{"role": "system", "content": TOOL_SYSTEM}, {"role": "user", "content": "What is the weather in Paris?"}]
+asked = client.chat.completions.create(model=model, messages=loop, tools=TOOLS, tool_choice="required",
+                                       max_tokens=64, temperature=0)
+choice = asked.choices[0]
+check(choice.finish_reason == "tool_calls" and choice.message.tool_calls, f"a required call: {asked}")
+call = choice.message.tool_calls[0]
+check(call.id.startswith("call_") and call.type == "function" and call.function.name == "get_weather",
+      f"the call is well formed: {call}")
+check(isinstance(json.loads(call.function.arguments).get("city"), str), f"arguments follow the schema: {call}")
+loop.append(choice.message.model_dump(exclude_none=True))
+loop.append({"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)})
+answer = client.chat.completions.create(model=model, messages=loop, tools=TOOLS, max_tokens=24, temperature=0)
+reply = answer.choices[0]
+check(reply.message.content or reply.message.tool_calls, f"the model continues after the tool result: {answer}")
+tool_cached = answer.usage.prompt_tokens_details.cached_tokens
+check(tool_cached >= asked.usage.prompt_tokens // 2,
+      f"the second turn reuses the first one's prompt: cached {tool_cached} of {asked.usage.prompt_tokens}")
+
+# Streamed: the same call, in delta.tool_calls chunks (greedy decoding: same name and
+# arguments), then the same continuation.
+loop = loop[:2]
+content, calls, finish = streamed_reply(model=model, messages=loop, tools=TOOLS, tool_choice="required",
+                                        max_tokens=64, temperature=0)
+check(finish == "tool_calls" and len(calls) == 1, f"a streamed call: {calls} {finish}")
+check(calls[0]["name"] == call.function.name and calls[0]["arguments"] == call.function.arguments,
+      f"streamed call {calls[0]} == whole call {call}")
+loop.append({"role": "assistant", "content": content or None,
+             "tool_calls": [{"id": calls[0]["id"], "type": "function",
+                             "function": {"name": calls[0]["name"], "arguments": calls[0]["arguments"]}}]})
+loop.append({"role": "tool", "tool_call_id": calls[0]["id"], "content": weather(calls[0]["arguments"])})
+content, calls, finish = streamed_reply(model=model, messages=loop, tools=TOOLS, max_tokens=24, temperature=0)
+check(finish in ("stop", "length", "tool_calls") and (content or calls), f"streamed continuation: {content!r} {calls}")
+check(content == (reply.message.content or ""), f"streamed continuation {content!r} == whole {reply.message.content!r}")
+
+try:
+    client.chat.completions.create(model=model, messages=loop, tools=TOOLS, max_tokens=4,
+                                   tool_choice={"type": "function", "function": {"name": "send_email"}})
+    check(False, "a tool_choice naming an unknown tool is refused")
+except openai.BadRequestError as e:
+    check(e.status_code == 400 and "/tool_choice/function/name" in str(e), f"400 naming the pointer: {e}")
+
+print("ok: openai", openai.__version__, "model", model, "cached_tokens", cached, "tool loop cached", tool_cached)

@@ -1,5 +1,6 @@
 // The official `openai` Python package against the in-process server (chat
-// completions whole and streamed, completions, cached_tokens, 400/401). Skips when
+// completions whole and streamed, completions, cached_tokens, 400/401, and a tool loop:
+// a call, the client's tool message, the model's continuation; whole and streamed). Skips when
 // python3 or the package is missing (scripts/install_test_tools.sh installs it).
 #include <gtest/gtest.h>
 
@@ -30,6 +31,7 @@ TEST(ServerOpenAiPython, OfficialClientTalksToTheServer) {
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << "python client failed; its output:\n" << arbor::testing::read_text(log);
   EXPECT_NE(arbor::testing::read_text(log).find("ok: openai"), std::string::npos);
+  EXPECT_NE(arbor::testing::read_text(log).find("tool loop cached"), std::string::npos);
   (*server)->stop();
   EXPECT_EQ((*runtime)->cache_stats().pages_locked, 0);
 }
