@@ -49,7 +49,9 @@ class RealServerTest : public ::testing::Test {
   void expect_idle(const std::string& key = "") {
     EXPECT_TRUE(eventually([&] { return server_->api().inflight() == 0; })) << server_->api().inflight();
     const auto stats = request(port_, "GET", "/v1/cache/stats", "", key).json();
-    if (stats.contains("server")) EXPECT_EQ(stats["server"]["inflight"], 0) << stats.dump();  // admin view
+    if (stats.contains("server")) {  // admin view
+      EXPECT_EQ(stats["server"]["inflight"], 0) << stats.dump();
+    }
     EXPECT_EQ(stats["global"]["pages_locked"], 0) << stats.dump();
     EXPECT_EQ(stats["global"]["live_sequences"], 0) << stats.dump();
     EXPECT_EQ(stats["global"]["queued_requests"], 0) << stats.dump();
