@@ -115,7 +115,8 @@ TEST(ServerOpenAi, RejectsInvalidParametersWithTheirPointer) {
   } cases[] = {
       {R"({})", "/messages"},
       {R"({"messages":[]})", "/messages"},
-      {R"({"messages":[{"role":"tool","content":"x"}]})", "/messages/0/role"},
+      {R"({"messages":[{"role":"robot","content":"x"}]})", "/messages/0/role"},
+      {R"({"messages":[{"role":"tool","content":"x"}]})", "/messages/0/tool_call_id"},
       {R"({"messages":[{"role":"user"}]})", "/messages/0/content"},
       {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", "/messages/0/content/0"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", "/max_tokens"},
