@@ -481,10 +481,7 @@ void BatchEngine::cancel_owner(std::uint64_t owner) {
   for (const auto& l : live_)
     if (l->p.owner == owner) ids.push_back(l->p.request.request_id);
   for (auto id : ids) cancel(id);
-  std::vector<std::uint64_t> pins;
-  for (const auto& [id, pin] : pins_)
-    if (owner != 0 && pin.owner == owner) pins.push_back(id);
-  for (auto id : pins) unpin(id);
+  if (owner != 0) unpin_where([owner](const PinEntry& pin) { return pin.owner == owner; });
 }
 
 void BatchEngine::cancel_run(const std::string& run_id) {
@@ -501,10 +498,7 @@ void BatchEngine::cancel_run(const std::string& run_id) {
   for (const auto& l : live_)
     if (l->p.request.run_id == run_id) ids.push_back(l->p.request.request_id);
   for (auto id : ids) cancel(id);
-  std::vector<std::uint64_t> pins;
-  for (const auto& [id, pin] : pins_)
-    if (pin.run_id == run_id) pins.push_back(id);
-  for (auto id : pins) unpin(id);
+  unpin_where([&run_id](const PinEntry& pin) { return pin.run_id == run_id; });
 }
 
 PinReply BatchEngine::pin(const PinRequest& req, std::uint64_t owner) {
@@ -550,11 +544,15 @@ void BatchEngine::unpin(std::uint64_t pin_id) {
 
 std::size_t BatchEngine::expire_pins() {
   const auto t = now();
-  std::vector<std::uint64_t> due;
+  return unpin_where([t](const PinEntry& pin) { return pin.expires && *pin.expires <= t; });
+}
+
+std::size_t BatchEngine::unpin_where(const std::function<bool(const PinEntry&)>& drop) {
+  std::vector<std::uint64_t> ids;  // collected first: unpin erases from pins_
   for (const auto& [id, pin] : pins_)
-    if (pin.expires && *pin.expires <= t) due.push_back(id);
-  for (auto id : due) unpin(id);
-  return due.size();
+    if (drop(pin)) ids.push_back(id);
+  for (auto id : ids) unpin(id);
+  return ids.size();
 }
 
 std::optional<std::chrono::steady_clock::time_point> BatchEngine::next_pin_expiry() const {

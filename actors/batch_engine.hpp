@@ -218,6 +218,8 @@ class BatchEngine {
   void fail_pending(Pending& pending, const Error& error);
   void pin_history(Live& live, SeqResult& result);
   bool break_oldest_tool_pin();
+  // Drops every pin for which `drop` holds; returns how many.
+  std::size_t unpin_where(const std::function<bool(const PinEntry&)>& drop);
   Clock::time_point now() const { return config_.clock ? config_.clock() : Clock::now(); }
 
   BatchEngineConfig config_;  // holds the engine and the allocator: outlives cache_
