@@ -1,5 +1,8 @@
 #include "model/tool_format.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "common/json_text.hpp"
 
 namespace arbor::model {
@@ -71,6 +74,12 @@ Result<ToolCall> parse_tool_call(std::string_view json_text) {
   }
   if (call.arguments_text.empty()) call.arguments_text = call.arguments.dump();
   return call;
+}
+
+bool valid_function_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
 }
 
 std::string tool_call_text(std::string_view name, std::string_view arguments_json) {

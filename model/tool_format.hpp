@@ -58,6 +58,10 @@ struct ToolCall {
   std::string arguments_text = {};
 };
 
+// A name a tool call may carry (OpenAI's function-name rule): 1..64 ASCII letters,
+// digits, '_' or '-'.
+bool valid_function_name(std::string_view name);
+
 // Reads a call document generated under tool_call_schema().
 Result<ToolCall> parse_tool_call(std::string_view json_text);
 

@@ -1,19 +1,12 @@
 #include "runtime/chat_prompt.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 #include "common/json_text.hpp"
 #include "model/json_grammar.hpp"
 
 namespace arbor {
 namespace {
-
-bool valid_function_name(const std::string& s) {
-  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-  });
-}
 
 // The parameters as compact JSON text (key order kept), or what is wrong with them.
 Result<std::string> checked_parameters(const FunctionTool& tool) {
@@ -44,7 +37,7 @@ Result<std::vector<model::ToolSignature>> request_tools(const GenerateRequest& r
                                              "separate requests");
   std::vector<model::ToolSignature> out;
   for (const auto& t : r.tools) {
-    if (!valid_function_name(t.name))
+    if (!model::valid_function_name(t.name))
       return fail(ErrorCode::invalid_argument, "tool name '" + t.name + "' must be 1..64 letters, digits, '_' or '-'");
     if (std::any_of(out.begin(), out.end(), [&](const auto& s) { return s.name == t.name; }))
       return fail(ErrorCode::invalid_argument, "tool name '" + t.name + "' is given twice");

@@ -1,22 +1,16 @@
 #include "runtime/server/chat_tools.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 
 #include "common/json_text.hpp"
+#include "model/tool_format.hpp"
 #include "runtime/server/response_format.hpp"
 
 namespace arbor::server {
 namespace {
 
 using nlohmann::json;
-
-bool valid_name(const std::string& s) {
-  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
-  });
-}
 
 const char* kNameRule = "must be 1..64 letters, digits, '_' or '-'";
 
@@ -30,7 +24,7 @@ std::expected<FunctionTool, ApiError> parse_tool(const json& body, const model::
     return std::unexpected(invalid_param(at + "/function", "is required: {\"name\": ..., \"parameters\": {...}}"));
   const json& f = t["function"];
   FunctionTool tool;
-  if (!f.contains("name") || !f["name"].is_string() || !valid_name(f["name"].get<std::string>()))
+  if (!f.contains("name") || !f["name"].is_string() || !model::valid_function_name(f["name"].get<std::string>()))
     return std::unexpected(invalid_param(at + "/function/name", std::string("is required and ") + kNameRule));
   tool.name = f["name"].get<std::string>();
   if (f.contains("description") && !f["description"].is_null()) {
@@ -87,8 +81,7 @@ std::optional<ApiError> parse_tools(const json& body, std::string_view raw_body,
   if (body.contains("tools") && !body["tools"].is_null()) {
     const json& tools = body["tools"];
     if (!tools.is_array()) return invalid_param("/tools", "must be an array of {\"type\": \"function\", \"function\": {...}}");
-    auto raw = parse_json_text<model::Json>(raw_body);
-    const model::Json ordered = raw && raw->is_object() ? *raw : model::Json::parse(body.dump());
+    const model::Json ordered = ordered_body(body, raw_body);  // once for all the tools
     for (std::size_t i = 0; i < tools.size(); ++i) {
       auto tool = parse_tool(body, ordered, i);
       if (!tool) return tool.error();
@@ -121,9 +114,9 @@ std::expected<std::vector<ChatToolCall>, ApiError> parse_message_tool_calls(cons
     const json& f = c["function"];
     if (!f.contains("name") || !f["name"].is_string())
       return std::unexpected(invalid_param(c_at + "/function/name", "is required (a string)"));
-    std::string arguments = f.contains("arguments") && f["arguments"].is_string() ? f["arguments"].get<std::string>() : "";
     if (!f.contains("arguments") || !f["arguments"].is_string())
       return std::unexpected(invalid_param(c_at + "/function/arguments", "is required: the arguments object as JSON text"));
+    std::string arguments = f["arguments"].get<std::string>();
     if (arguments.empty()) arguments = "{}";
     auto parsed = parse_json_text<json>(arguments);
     if (!parsed || !parsed->is_object())

@@ -30,10 +30,15 @@ std::expected<std::optional<std::string>, ApiError> json_schema_format(const jso
 
 }  // namespace
 
+model::Json ordered_body(const json& body, std::string_view raw_body) {
+  if (!raw_body.empty())
+    if (auto doc = parse_json_text<model::Json>(raw_body); doc && doc->is_object()) return std::move(*doc);
+  return model::Json::parse(body.dump());
+}
+
 model::Json ordered_value(const json& body, std::string_view raw_body, const std::string& pointer) {
   const model::Json::json_pointer at(pointer);
-  if (!raw_body.empty())
-    if (auto doc = parse_json_text<model::Json>(raw_body); doc && doc->contains(at)) return doc->at(at);
+  if (auto doc = ordered_body(body, raw_body); doc.contains(at)) return doc.at(at);
   return model::Json::parse(body.at(json::json_pointer(pointer)).dump());
 }
 

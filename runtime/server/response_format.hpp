@@ -27,6 +27,8 @@ namespace arbor::server {
 // The value at `pointer` in the body with its keys in the order the client wrote them
 // (read again from `raw_body`; empty = `body`'s, sorted). The pointer must exist.
 model::Json ordered_value(const nlohmann::json& body, std::string_view raw_body, const std::string& pointer);
+// The whole body so (`raw_body` read again; `body`'s sorted keys when it is empty or not an object).
+model::Json ordered_body(const nlohmann::json& body, std::string_view raw_body);
 
 // The schema as compact text, or a 400 naming every keyword the engine cannot enforce
 // by its pointer in the body (`at` + the keyword's pointer in the schema); `what` starts
