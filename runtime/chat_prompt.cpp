@@ -83,4 +83,20 @@ std::vector<model::ChatMessage> chat_messages(const GenerateRequest& request, co
   return out;
 }
 
+Result<std::vector<std::int32_t>> prompt_ids(const GenerateRequest& request,
+                                             const std::vector<model::ToolSignature>& signatures,
+                                             const model::Tokenizer& tok, const model::ChatTemplate& chat) {
+  std::vector<std::int32_t> ids;
+  if (request.raw_prompt) {
+    if (tok.add_bos() && tok.bos_id() >= 0) ids.push_back(tok.bos_id());
+    auto encoded = tok.encode(*request.raw_prompt, true);
+    ids.insert(ids.end(), encoded.begin(), encoded.end());
+    return ids;
+  }
+  if (request.messages.empty()) return fail(ErrorCode::invalid_argument, "generate: give messages or a raw_prompt");
+  const auto messages = chat_messages(request, chat, signatures.empty() ? "" : model::tools_system_text(signatures));
+  const auto segments = chat.render_segments(messages, true);
+  return model::tokenize_segments(tok, segments, tok.add_bos()).ids;
+}
+
 }  // namespace arbor

@@ -17,6 +17,7 @@
 #include "arbor/runtime.hpp"
 #include "common/result.hpp"
 #include "model/chat_template.hpp"
+#include "model/tokenizer.hpp"
 #include "model/tool_format.hpp"
 
 namespace arbor {
@@ -30,5 +31,15 @@ Result<std::vector<model::ToolSignature>> request_tools(const GenerateRequest& r
 // The messages to render; `tools_text` ("" = none) is the tools' system block.
 std::vector<model::ChatMessage> chat_messages(const GenerateRequest& request, const model::ChatTemplate& chat,
                                               const std::string& tools_text);
+
+// The prompt's token ids as the engine gets them: a raw prompt (BOS first when the
+// tokenizer adds one), or the messages (with `signatures`, request_tools' result, as
+// the tools' system block) rendered by the template and tokenized segment by segment.
+// One function for Runtime::start_generate and the cluster router, so the router's
+// prefix index and the node's cache see the same ids. invalid_argument: no messages
+// and no raw prompt.
+Result<std::vector<std::int32_t>> prompt_ids(const GenerateRequest& request,
+                                             const std::vector<model::ToolSignature>& signatures,
+                                             const model::Tokenizer& tokenizer, const model::ChatTemplate& chat);
 
 }  // namespace arbor

@@ -219,17 +219,9 @@ Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
     tools->call_schema = model::tool_call_schema(callable);
   }
   actors::SeqRequest req;
-  if (request.raw_prompt) {
-    if (tok.add_bos() && tok.bos_id() >= 0) req.prompt.push_back(tok.bos_id());
-    auto ids = tok.encode(*request.raw_prompt, true);
-    req.prompt.insert(req.prompt.end(), ids.begin(), ids.end());
-  } else {
-    if (request.messages.empty())
-      return fail(ErrorCode::invalid_argument, "generate: give messages or a raw_prompt");
-    const auto messages = chat_messages(request, *impl_->chat, tools ? model::tools_system_text(*signatures) : "");
-    const auto segments = impl_->chat->render_segments(messages, true);
-    req.prompt = model::tokenize_segments(tok, segments, tok.add_bos()).ids;
-  }
+  auto prompt = prompt_ids(request, *signatures, tok, *impl_->chat);
+  if (!prompt) return std::unexpected(prompt.error());
+  req.prompt = std::move(*prompt);
   req.request_id = actors::next_request_id();
   req.tenant = request.tenant.empty() ? "default" : request.tenant;
   req.sampling = request.sampling;
