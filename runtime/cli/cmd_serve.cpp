@@ -9,6 +9,7 @@
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
+#include "runtime/cluster/cluster_backend.hpp"
 #include "runtime/server/server.hpp"
 
 namespace arbor::cli {
@@ -25,6 +26,10 @@ constexpr const char* kFooter =
     "Posted workflows read prefix files only from workflow_dir (regular files inside it, no '..', no\n"
     "symbolic links, never the config file); without workflow_dir they read no file.\n"
     "Without it: loopback only, one tenant 'default', no authentication.\n"
+    "--nodes HOST:PORT,...: route generations to `arbor node` processes instead of running a model here\n"
+    "(cache-aware: the node holding the longest cached prefix, unless it is overloaded); --model is then\n"
+    "only the tokenizer the router routes with, the other runtime flags go to the nodes. /v1/runs is not\n"
+    "routed yet.\n"
     "A flag given on the command line overrides the file; the defaults shown apply to what neither sets.\n"
     "SIGINT/SIGTERM drain, then exit. Exit codes: 0 stopped by a signal, 1 could not start, 2 invalid input.";
 
@@ -37,8 +42,35 @@ struct ServeOptions {
   CLI::Option* host = nullptr;
   CLI::Option* port = nullptr;
   CLI::Option* io_threads = nullptr;
+  std::string nodes;  // --nodes: a router over `arbor node`s
   RuntimeOptions runtime;
 };
+
+// `--nodes`: the same server over a cluster::ClusterBackend (no model runs here).
+int run_router(const ServeOptions& o, const server::ServerConfig& config, sigset_t stop_signals) {
+  auto nodes = cluster::parse_endpoints(o.nodes);
+  if (!nodes) return std::fprintf(stderr, "arbor serve: --nodes: %s\n", nodes.error().message.c_str()), kExitInvalid;
+  cluster::ClusterOptions options;
+  options.nodes = *nodes;
+  options.model_path = config.runtime.model_path;
+  auto backend = cluster::ClusterBackend::connect(std::move(options));
+  if (!backend) return std::fprintf(stderr, "arbor serve: %s\n", backend.error().describe().c_str()), kExitFailed;
+  auto server = server::Server::start(config, **backend);
+  if (!server) return std::fprintf(stderr, "arbor serve: %s\n", server.error().message.c_str()), kExitFailed;
+  std::printf("arbor serve: listening on http://%s:%d (router over %zu nodes: %s; model %s, %zu API keys)\n",
+              config.host.c_str(), (*server)->port(), nodes->size(), o.nodes.c_str(), (*backend)->model_name().c_str(),
+              config.keys.size() + (config.admin_key.empty() ? 0 : 1));
+  std::fflush(stdout);
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  std::fprintf(stderr, "arbor serve: %s: draining (up to %g s), then stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM",
+               config.drain_seconds);
+  (*server)->stop();
+  server->reset();
+  backend->reset();
+  std::fprintf(stderr, "arbor serve: stopped\n");
+  return kExitOk;
+}
 
 int run_serve(const ServeOptions& o) {
   server::ServerConfig config;
@@ -66,6 +98,7 @@ int run_serve(const ServeOptions& o) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  if (!o.nodes.empty()) return run_router(o, config, stop_signals);
   auto runtime = Runtime::create(config.runtime);
   if (!runtime) return std::fprintf(stderr, "arbor serve: %s\n", runtime.error().describe().c_str()), kExitFailed;
   print_device_line("serve", **runtime);
@@ -111,6 +144,8 @@ Runner setup(CLI::App& app) {
                       ->type_name("N")
                       ->check(integer_in(1, 1024))
                       ->capture_default_str();
+  app.add_option("--nodes", o->nodes, "route to these `arbor node`s instead of running a model (see below)")
+      ->type_name("HOST:PORT,...");
   o->runtime.declare(app);
   app.footer(kFooter);
   return [o] { return run_serve(*o); };

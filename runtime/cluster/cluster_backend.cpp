@@ -1,0 +1,427 @@
+#include "runtime/cluster/cluster_backend.hpp"
+
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "model/chat_template.hpp"
+#include "model/gguf.hpp"
+#include "model/tokenizer.hpp"
+#include "runtime/chat_prompt.hpp"
+#include "runtime/cluster/net_config.hpp"
+#include "runtime/cluster/route_policy.hpp"
+
+namespace arbor::cluster {
+namespace {
+
+using watch_atom = caf::atom_constant<caf::atom("nwatch")>;
+
+Result<caf::actor> connect_node(caf::actor_system& system, const Endpoint& node) {
+  auto actor = system.middleman().remote_actor(node.host, node.port);
+  if (!actor)
+    return fail(ErrorCode::unsupported, "cannot reach node " + node.text() + " (" + system.render(actor.error()) +
+                                            "); start it with `arbor node --listen " + node.text() + "`");
+  return *actor;
+}
+
+// Asks `node` one question whose answer is a string; errors name the node.
+template <class Atom>
+Result<std::string> ask(caf::actor_system& system, const caf::actor& node, const Endpoint& at, Atom atom,
+                        std::chrono::seconds timeout) {
+  caf::scoped_actor self{system};
+  Result<std::string> out = fail(ErrorCode::timeout, "node " + at.text() + " did not answer");
+  self->request(node, timeout, atom)
+      .receive([&](std::string& text) { out = std::move(text); },
+               [&](caf::error& e) {
+                 out = fail(ErrorCode::unsupported, "node " + at.text() + ": " + system.render(e));
+               });
+  return out;
+}
+
+std::string file_model_name(const model::GgufFile& file, const std::string& path) {
+  auto name = file.get_string("general.name");
+  if (name && !name->empty()) return *name;
+  return std::filesystem::path(path).stem().string();
+}
+
+void add(TokenCounters& to, const TokenCounters& from) {
+  to.lookups += from.lookups;
+  to.hit_tokens += from.hit_tokens;
+  to.miss_tokens += from.miss_tokens;
+  to.inserted_tokens += from.inserted_tokens;
+  to.evicted_pages += from.evicted_pages;
+}
+
+}  // namespace
+
+Result<Endpoint> parse_endpoint(const std::string& text, bool allow_any_port) {
+  const auto colon = text.rfind(':');
+  const std::string how = "; write HOST:PORT, e.g. 127.0.0.1:7001";
+  if (colon == std::string::npos || colon == 0)
+    return fail(ErrorCode::invalid_argument, "node address '" + text + "' has no HOST:PORT form" + how);
+  Endpoint e;
+  e.host = text.substr(0, colon);
+  const std::string port = text.substr(colon + 1);
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc{} || end != port.data() + port.size() || value > 65535 || (value == 0 && !allow_any_port))
+    return fail(ErrorCode::invalid_argument, "node address '" + text + "': port '" + port + "' must be in " +
+                                                 (allow_any_port ? "0" : "1") + "..65535" + how);
+  e.port = static_cast<std::uint16_t>(value);
+  return e;
+}
+
+Result<std::vector<Endpoint>> parse_endpoints(const std::string& list) {
+  std::vector<Endpoint> out;
+  std::set<std::string> seen;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    const auto comma = std::min(list.find(',', at), list.size());
+    auto e = parse_endpoint(list.substr(at, comma - at));
+    if (!e) return std::unexpected(e.error());
+    if (!seen.insert(e->text()).second)
+      return fail(ErrorCode::invalid_argument, "node " + e->text() + " is listed twice in --nodes; list each once");
+    out.push_back(std::move(*e));
+    at = comma + 1;
+  }
+  return out;
+}
+
+struct ClusterBackend::State {
+  struct Node {
+    Endpoint endpoint;
+    caf::actor actor;
+    PrefixIndex index;
+    bool up = true;
+    std::size_t inflight = 0;
+    std::uint64_t routed[3] = {0, 0, 0};  // by RouteKind
+    std::uint64_t matched_tokens = 0, retried_here = 0;
+  };
+  struct Pending {
+    std::size_t node = 0;
+    std::string tenant;
+    std::string wire;  // the request as sent
+    std::vector<std::int32_t> prompt;
+    std::function<void(const std::string&)> on_token;
+    std::function<void(const Result<GenerateResult>&)> on_done;
+    bool streamed = false;
+    int attempts = 0;
+  };
+  using Failure = std::pair<std::function<void(const Result<GenerateResult>&)>, Error>;
+
+  ClusterOptions options;
+  std::unique_ptr<model::GgufFile> file;
+  std::unique_ptr<model::Tokenizer> tokenizer;
+  std::unique_ptr<model::ChatTemplate> chat;
+  NodeInfo info;
+  NetConfig config;  // outlives the system
+  std::unique_ptr<caf::actor_system> system;
+  caf::actor inbox;  // receives the nodes' pieces, outcomes and down messages
+
+  mutable std::mutex mu;
+  std::vector<Node> nodes;
+  std::map<std::uint64_t, Pending> pending;
+  std::uint64_t next_id = 1;
+  std::size_t turn = 0;  // Routing::round_robin
+
+  ~State() {
+    std::vector<Failure> failures;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [id, p] : pending) {
+        if (nodes[p.node].up) caf::anon_send(nodes[p.node].actor, node_cancel_atom::value, id, inbox);
+        failures.push_back({std::move(p.on_done), Error{ErrorCode::cancelled, "the router is shutting down"}});
+      }
+      pending.clear();
+    }
+    for (auto& [done, error] : failures)
+      if (done) done(std::unexpected(error));
+    if (inbox) caf::anon_send_exit(inbox, caf::exit_reason::user_shutdown);
+    inbox = nullptr;
+    for (auto& n : nodes) n.actor = nullptr;
+    system.reset();  // waits for the inbox to quit
+  }
+
+  // Routing::round_robin: the next up node after the last one chosen.
+  std::optional<RouteChoice> next_in_turn(const std::vector<NodeLoad>& loads) {
+    for (std::size_t step = 0; step < loads.size(); ++step) {
+      const std::size_t i = (turn + step) % loads.size();
+      if (!loads[i].up) continue;
+      turn = i + 1;
+      return RouteChoice{i, loads[i].matched_tokens ? RouteKind::prefix : RouteKind::cold, loads[i].matched_tokens};
+    }
+    return std::nullopt;
+  }
+
+  // Chooses a node for `p` and sends it there. Called with `mu` held.
+  bool dispatch(std::uint64_t id, Pending& p) {
+    std::vector<NodeLoad> loads;
+    for (const auto& n : nodes)
+      loads.push_back({n.up, n.inflight, n.up ? n.index.match(p.tenant, p.prompt) : 0, n.index.num_pages()});
+    auto choice = options.routing == Routing::cache_aware ? choose_node(loads, options.overload_margin)
+                                                          : next_in_turn(loads);
+    if (!choice) return false;
+    auto& n = nodes[choice->node];
+    ++n.inflight;
+    ++n.routed[static_cast<int>(choice->kind)];
+    n.matched_tokens += choice->matched_tokens;
+    if (p.attempts > 0) ++n.retried_here;
+    n.index.insert(p.tenant, p.prompt);
+    p.node = choice->node;
+    ++p.attempts;
+    caf::anon_send(n.actor, node_gen_atom::value, id, p.wire, inbox, bool(p.on_token));
+    return true;
+  }
+
+  void on_piece(std::uint64_t id, const std::string& piece) {
+    std::function<void(const std::string&)> on_token;
+    {
+      std::lock_guard lock(mu);
+      auto it = pending.find(id);
+      if (it == pending.end() || !it->second.on_token) return;
+      it->second.streamed = it->second.streamed || !piece.empty();
+      on_token = it->second.on_token;
+    }
+    on_token(piece);
+  }
+
+  void on_done(std::uint64_t id, const std::string& text) {
+    std::function<void(const Result<GenerateResult>&)> done;
+    {
+      std::lock_guard lock(mu);
+      auto it = pending.find(id);
+      if (it == pending.end()) return;
+      --nodes[it->second.node].inflight;
+      done = std::move(it->second.on_done);
+      pending.erase(it);
+    }
+    if (done) done(outcome_from_wire(text));
+  }
+
+  void on_node_down(std::size_t index, const std::string& reason) {
+    std::vector<Failure> failures;
+    {
+      std::lock_guard lock(mu);
+      auto& node = nodes[index];
+      if (!node.up) return;
+      node.up = false;
+      node.inflight = 0;
+      node.index.clear();
+      const std::string what = "node " + node.endpoint.text() + " went down (" + reason + ") while serving this request";
+      for (auto it = pending.begin(); it != pending.end();) {
+        auto& p = it->second;
+        if (p.node != index) {
+          ++it;
+          continue;
+        }
+        if (!p.streamed && p.attempts < options.max_attempts && dispatch(it->first, p)) {
+          ++it;
+          continue;
+        }
+        const std::string why = p.streamed ? "; part of the reply was streamed already, so it was not retried"
+                                           : "; no other node could take it";
+        failures.push_back({std::move(p.on_done), Error{ErrorCode::cancelled, what + why + "; send it again"}});
+        it = pending.erase(it);
+      }
+    }
+    for (auto& [done, error] : failures)
+      if (done) done(std::unexpected(error));
+  }
+};
+
+namespace {
+
+struct InboxState {
+  std::map<caf::actor_addr, std::size_t> nodes;  // monitored node actor -> index
+};
+
+caf::behavior inbox_actor(caf::stateful_actor<InboxState>* self, ClusterBackend::State* state) {
+  self->set_down_handler([self, state](caf::down_msg& down) {
+    auto it = self->state.nodes.find(down.source);
+    if (it == self->state.nodes.end()) return;
+    state->on_node_down(it->second, self->system().render(down.reason));
+  });
+  return {
+      [self](watch_atom, const caf::actor& node, std::size_t index) {
+        self->state.nodes[node.address()] = index;
+        self->monitor(node);
+      },
+      [state](node_piece_atom, std::uint64_t id, const std::string& piece) { state->on_piece(id, piece); },
+      [state](node_done_atom, std::uint64_t id, const std::string& text) { state->on_done(id, text); },
+  };
+}
+
+class ClusterGeneration : public server::Generation {
+ public:
+  ClusterGeneration(std::weak_ptr<ClusterBackend::State> state, std::uint64_t id) : state_(std::move(state)), id_(id) {}
+  void cancel() override {
+    auto state = state_.lock();
+    if (!state) return;
+    std::lock_guard lock(state->mu);
+    auto it = state->pending.find(id_);
+    if (it == state->pending.end()) return;
+    const auto& node = state->nodes[it->second.node];
+    if (node.up) caf::anon_send(node.actor, node_cancel_atom::value, id_, state->inbox);
+  }
+
+ private:
+  std::weak_ptr<ClusterBackend::State> state_;
+  std::uint64_t id_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ClusterBackend>> ClusterBackend::connect(ClusterOptions options) {
+  if (options.nodes.empty()) return fail(ErrorCode::invalid_argument, "a cluster needs at least one node (--nodes)");
+  auto state = std::make_shared<State>();
+  auto file = model::GgufFile::open(options.model_path);
+  if (!file) return std::unexpected(file.error());
+  state->file = std::make_unique<model::GgufFile>(std::move(*file));
+  auto tokenizer = model::Tokenizer::from_gguf(*state->file);
+  if (!tokenizer) return std::unexpected(tokenizer.error());
+  state->tokenizer = std::move(*tokenizer);
+  state->chat = std::make_unique<model::ChatTemplate>(model::ChatTemplate::from_gguf(*state->file));
+  const std::string model = file_model_name(*state->file, options.model_path);
+
+  state->system = std::make_unique<caf::actor_system>(state->config);
+  auto& system = *state->system;
+  std::vector<State::Node> nodes;
+  for (std::size_t i = 0; i < options.nodes.size(); ++i) {
+    const auto& at = options.nodes[i];
+    auto actor = connect_node(system, at);
+    if (!actor) return std::unexpected(actor.error());
+    auto text = ask(system, *actor, at, node_info_atom::value, std::chrono::seconds(30));
+    if (!text) return std::unexpected(text.error());
+    auto info = info_from_wire(*text);
+    if (!info) return std::unexpected(info.error());
+    if (info->model != model)
+      return fail(ErrorCode::invalid_argument, "node " + at.text() + " serves model '" + info->model +
+                                                   "', the router tokenizes with '" + model + "' (" +
+                                                   options.model_path + "); give --model the nodes' model file");
+    if (i == 0) {
+      state->info = *info;
+    } else {
+      state->info.context_length = std::min(state->info.context_length, info->context_length);
+    }
+    nodes.push_back(State::Node{at, *actor, PrefixIndex(info->page_size, info->pages_total)});
+  }
+  state->options = std::move(options);
+  state->nodes = std::move(nodes);
+  state->inbox = system.spawn(inbox_actor, state.get());
+  for (std::size_t i = 0; i < state->nodes.size(); ++i)
+    caf::anon_send(state->inbox, watch_atom::value, state->nodes[i].actor, i);
+  return std::unique_ptr<ClusterBackend>(new ClusterBackend(std::move(state)));
+}
+
+ClusterBackend::ClusterBackend(std::shared_ptr<State> state) : state_(std::move(state)) {}
+ClusterBackend::~ClusterBackend() = default;
+
+std::string ClusterBackend::model_name() const { return state_->info.model; }
+std::size_t ClusterBackend::context_length() const { return state_->info.context_length; }
+
+Result<std::shared_ptr<server::Generation>> ClusterBackend::start_generate(
+    const GenerateRequest& request, std::function<void(const std::string&)> on_token,
+    std::function<void(const Result<GenerateResult>&)> on_done) {
+  auto signatures = request_tools(request);
+  if (!signatures) return std::unexpected(signatures.error());
+  auto prompt = prompt_ids(request, *signatures, *state_->tokenizer, *state_->chat);
+  if (!prompt) return std::unexpected(prompt.error());
+  State::Pending p;
+  p.tenant = request.tenant.empty() ? "default" : request.tenant;
+  p.wire = to_wire(request);
+  p.prompt = std::move(*prompt);
+  p.on_token = std::move(on_token);
+  p.on_done = std::move(on_done);
+  std::lock_guard lock(state_->mu);
+  const std::uint64_t id = state_->next_id++;
+  auto [it, added] = state_->pending.emplace(id, std::move(p));
+  if (!state_->dispatch(id, it->second)) {
+    state_->pending.erase(it);
+    std::string list;
+    for (const auto& n : state_->nodes) list += (list.empty() ? "" : ", ") + n.endpoint.text();
+    // out_of_memory is the server's 503: the cluster has no capacity left at all.
+    return fail(ErrorCode::out_of_memory, "no cluster node is up (down: " + list + "); restart the nodes, then the router");
+  }
+  return std::make_shared<ClusterGeneration>(state_, id);
+}
+
+Result<std::shared_ptr<server::RunControl>> ClusterBackend::start_run(const std::string&,
+                                                                      const std::map<std::string, std::string>&,
+                                                                      EventCallback, const std::string&,
+                                                                      const DocumentAccess&) {
+  return fail(ErrorCode::unsupported,
+              "workflow runs are not routed to cluster nodes yet: `arbor serve --nodes` serves /v1/chat/completions "
+              "and /v1/completions; post runs to an `arbor serve` without --nodes");
+}
+
+std::string ClusterBackend::run_json(const RunResult& result) const { return to_json(result); }
+
+CacheStats ClusterBackend::cache_stats() const {
+  std::vector<std::pair<caf::actor, Endpoint>> up;
+  {
+    std::lock_guard lock(state_->mu);
+    for (const auto& n : state_->nodes)
+      if (n.up) up.emplace_back(n.actor, n.endpoint);
+  }
+  CacheStats total;
+  for (const auto& [actor, at] : up) {
+    auto text = ask(*state_->system, actor, at, node_stats_atom::value, std::chrono::seconds(2));
+    if (!text) continue;
+    auto stats = stats_from_wire(*text);
+    if (!stats) continue;
+    const auto& s = stats->cache;
+    total.prompt_tokens += s.prompt_tokens;
+    total.cached_tokens += s.cached_tokens;
+    total.computed_tokens += s.computed_tokens;
+    total.generated_tokens += s.generated_tokens;
+    total.warmup_tokens += s.warmup_tokens;
+    total.pages_total += s.pages_total;
+    total.pages_used += s.pages_used;
+    total.pages_free += s.pages_free;
+    total.pages_locked += s.pages_locked;
+    total.pages_cached_idle += s.pages_cached_idle;
+    total.pages_pinned += s.pages_pinned;
+    total.pins += s.pins;
+    total.evictions += s.evictions;
+    total.live_sequences += s.live_sequences;
+    total.queued_requests += s.queued_requests;
+    for (const auto& [name, t] : s.tenants) {
+      auto& to = total.tenants[name];
+      add(to, t);
+      to.used_pages += t.used_pages;
+      to.quota_pages += t.quota_pages;
+      to.num_sequences += t.num_sequences;
+    }
+  }
+  total.hit_ratio = total.prompt_tokens ? double(total.cached_tokens) / double(total.prompt_tokens) : 0.0;
+  return total;
+}
+
+std::vector<CacheTreeNode> ClusterBackend::cache_tree(const std::string&, std::size_t) const { return {}; }
+
+std::vector<NodeView> ClusterBackend::nodes() const {
+  std::lock_guard lock(state_->mu);
+  std::vector<NodeView> out;
+  for (const auto& n : state_->nodes)
+    out.push_back({n.endpoint.text(), n.up, n.inflight, n.index.num_pages(), n.routed[0], n.routed[1], n.routed[2],
+                   n.matched_tokens, n.retried_here});
+  return out;
+}
+
+Result<NodeStats> query_node_stats(const Endpoint& node) {
+  NetConfig config;
+  caf::actor_system system{config};
+  Result<NodeStats> out = fail(ErrorCode::internal, "unset");
+  {
+    auto actor = connect_node(system, node);
+    if (!actor) return std::unexpected(actor.error());
+    auto text = ask(system, *actor, node, node_stats_atom::value, std::chrono::seconds(10));
+    out = text ? stats_from_wire(*text) : Result<NodeStats>(std::unexpected(text.error()));
+  }
+  return out;
+}
+
+}  // namespace arbor::cluster

@@ -1,0 +1,102 @@
+// `arbor serve --nodes HOST:PORT,...`: the HTTP server's Backend over `arbor node`
+// processes, reached through CAF's middleman (caf::io::remote_actor). The server's
+// routes, auth, admission, streaming and metrics are the single-process ones; each
+// generation runs on the node runtime/cluster/route_policy.hpp chooses.
+//
+// Routing: the router tokenizes each prompt with the model's tokenizer and chat
+// template (runtime/chat_prompt.hpp: the ids the node's cache will see), matches them
+// against each node's PrefixIndex (fed by the prompts the router sent there) and
+// applies choose_node.
+//
+// Failure: each node actor is monitored. A node that goes down (killed, or its
+// connection dropped) is marked down, its index is cleared and it gets no further
+// requests. Each of its generations that has streamed nothing to the client yet is
+// sent again to another node (at most `max_attempts` in all; with greedy decoding the
+// client cannot tell); one that has streamed, or has no node left, ends with
+// ErrorCode::cancelled (HTTP 503) naming the node. A node does not rejoin yet.
+//
+// Workflow runs (POST /v1/runs) are not routed yet: start_run is an unsupported error.
+// Thread safety: as server::Backend; callbacks run on the router's actor thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "runtime/cluster/wire.hpp"
+#include "runtime/server/backend.hpp"
+
+namespace arbor::cluster {
+
+struct Endpoint {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string text() const { return host + ":" + std::to_string(port); }
+};
+
+// "HOST:PORT" (port 1..65535; for `arbor node --listen` 0 too when `allow_any_port`).
+Result<Endpoint> parse_endpoint(const std::string& text, bool allow_any_port = false);
+// "HOST:PORT,HOST:PORT,...": at least one, no duplicates.
+Result<std::vector<Endpoint>> parse_endpoints(const std::string& list);
+
+// How the router picks a node: choose_node's rule, or each up node in turn (the
+// baseline `arbor bench cluster` compares against).
+enum class Routing { cache_aware, round_robin };
+
+struct ClusterOptions {
+  std::vector<Endpoint> nodes;
+  Routing routing = Routing::cache_aware;
+  std::string model_path;            // the tokenizer and chat template routing uses: the nodes' model
+  std::size_t overload_margin = 4;   // choose_node's rule 3
+  int max_attempts = 2;              // nodes one generation may be sent to
+};
+
+// What the router knows of one node (tests, metrics).
+struct NodeView {
+  std::string endpoint;
+  bool up = true;
+  std::size_t inflight = 0;
+  std::size_t indexed_pages = 0;
+  std::uint64_t routed_prefix = 0, routed_balance = 0, routed_cold = 0;  // requests sent, by RouteKind
+  std::uint64_t matched_tokens = 0;  // the index's matched tokens summed over requests sent here
+  std::uint64_t retried_here = 0;    // requests re-sent here after their node went down
+};
+
+class ClusterBackend : public server::Backend {
+ public:
+  // Loads the tokenizer, connects to every node and checks each serves the model.
+  // Errors: not_found / corrupt_data (the model file), unsupported (a node cannot be
+  // reached: what to start), invalid_argument (a node serves another model).
+  static Result<std::unique_ptr<ClusterBackend>> connect(ClusterOptions options);
+  ~ClusterBackend() override;  // fails what is still in flight (cancelled), then closes
+
+  std::string model_name() const override;
+  std::size_t context_length() const override;
+  Result<std::shared_ptr<server::Generation>> start_generate(
+      const GenerateRequest& request, std::function<void(const std::string&)> on_token,
+      std::function<void(const Result<GenerateResult>&)> on_done) override;
+  Result<std::shared_ptr<server::RunControl>> start_run(const std::string& workflow_json,
+                                                        const std::map<std::string, std::string>& inputs,
+                                                        EventCallback on_event, const std::string& tenant,
+                                                        const DocumentAccess& documents) override;
+  std::string run_json(const RunResult& result) const override;
+  // The up nodes' statistics summed (hit_ratio recomputed); a node that does not answer
+  // within 2 s counts as nothing.
+  CacheStats cache_stats() const override;
+  std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const override;
+
+  std::vector<NodeView> nodes() const;
+
+  struct State;
+
+ private:
+  explicit ClusterBackend(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+// One node's figures, asked directly (tests, tools): connects, asks, disconnects.
+Result<NodeStats> query_node_stats(const Endpoint& node);
+
+}  // namespace arbor::cluster

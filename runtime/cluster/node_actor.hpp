@@ -1,0 +1,21 @@
+// The actor an `arbor node` publishes over CAF's middleman: it serves generations and
+// figures of one Runtime to routers (the protocol: runtime/cluster/wire.hpp).
+//
+// Threads: the actor only routes; generation runs on the Runtime's own actor system,
+// whose callbacks send the pieces and the outcome straight to the requester. A
+// requester that goes down (its process died or its connection dropped) has its
+// generations on this node cancelled, so a dead router leaves no work behind.
+// The Runtime must outlive the actor.
+#pragma once
+
+#include <caf/all.hpp>
+
+#include "arbor/runtime.hpp"
+
+namespace arbor::cluster {
+
+// Spawns the node actor in `system` (an actor system with the middleman loaded when
+// it is to be published).
+caf::actor spawn_node_actor(caf::actor_system& system, Runtime& runtime);
+
+}  // namespace arbor::cluster

@@ -1,0 +1,97 @@
+#include "runtime/cluster/route_policy.hpp"
+
+#include <algorithm>
+
+namespace arbor::cluster {
+namespace {
+
+// splitmix64's finaliser: a cheap, well-mixed 64-bit hash step.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+PrefixIndex::PrefixIndex(std::size_t page_size, std::size_t capacity_pages)
+    : page_size_(std::max<std::size_t>(page_size, 1)), capacity_pages_(std::max<std::size_t>(capacity_pages, 1)) {}
+
+std::vector<std::uint64_t> PrefixIndex::chain(const std::string& tenant, std::span<const std::int32_t> ids) const {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the tenant seeds the chain
+  for (unsigned char c : tenant) h = (h ^ c) * 0x100000001b3ull;
+  h = mix(h ^ tenant.size());
+  std::vector<std::uint64_t> keys;
+  const std::size_t num_pages = ids.size() / page_size_;
+  keys.reserve(num_pages);
+  for (std::size_t p = 0; p < num_pages; ++p) {
+    for (std::size_t i = p * page_size_; i < (p + 1) * page_size_; ++i)
+      h = mix(h ^ static_cast<std::uint32_t>(ids[i]));
+    keys.push_back(h);
+  }
+  return keys;
+}
+
+std::size_t PrefixIndex::match(const std::string& tenant, std::span<const std::int32_t> ids) const {
+  std::size_t pages = 0;
+  for (auto key : chain(tenant, ids)) {
+    if (!last_use_.contains(key)) break;
+    ++pages;
+  }
+  return pages * page_size_;
+}
+
+void PrefixIndex::insert(const std::string& tenant, std::span<const std::int32_t> ids) {
+  const auto keys = chain(tenant, ids);
+  for (auto it = keys.rbegin(); it != keys.rend(); ++it) {  // leaf first: the root ends newest
+    const std::uint64_t stamp = ++clock_;
+    auto [at, added] = last_use_.try_emplace(*it, stamp);
+    if (!added) {
+      by_stamp_.erase(at->second);
+      at->second = stamp;
+    }
+    by_stamp_.emplace(stamp, *it);
+  }
+  while (last_use_.size() > capacity_pages_) {
+    auto oldest = by_stamp_.begin();
+    last_use_.erase(oldest->second);
+    by_stamp_.erase(oldest);
+  }
+}
+
+void PrefixIndex::clear() {
+  last_use_.clear();
+  by_stamp_.clear();
+}
+
+const char* to_string(RouteKind kind) {
+  switch (kind) {
+    case RouteKind::prefix: return "prefix";
+    case RouteKind::balance: return "balance";
+    case RouteKind::cold: return "cold";
+  }
+  return "unknown";
+}
+
+std::optional<RouteChoice> choose_node(std::span<const NodeLoad> nodes, std::size_t overload_margin) {
+  std::optional<std::size_t> best, least;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
+    if (!n.up) continue;
+    if (!best || n.matched_tokens > nodes[*best].matched_tokens ||
+        (n.matched_tokens == nodes[*best].matched_tokens && n.inflight < nodes[*best].inflight))
+      best = i;
+    if (!least || n.inflight < nodes[*least].inflight ||
+        (n.inflight == nodes[*least].inflight && n.indexed_pages < nodes[*least].indexed_pages))
+      least = i;
+  }
+  if (!best) return std::nullopt;
+  const auto& b = nodes[*best];
+  const auto& l = nodes[*least];
+  if (b.matched_tokens == 0) return RouteChoice{*least, RouteKind::cold, l.matched_tokens};
+  if (b.inflight > l.inflight + overload_margin) return RouteChoice{*least, RouteKind::balance, l.matched_tokens};
+  return RouteChoice{*best, RouteKind::prefix, b.matched_tokens};
+}
+
+}  // namespace arbor::cluster

@@ -1,0 +1,166 @@
+#include "runtime/cluster/wire.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace arbor::cluster {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Result<Json> parse(const std::string& text, const char* what) {
+  Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return fail(ErrorCode::corrupt_data, std::string("cluster wire: a ") + what +
+                                             " that is not a JSON object came from a peer; run the same Arbor "
+                                             "version on the router and its nodes");
+  return j;
+}
+
+// Reads a value with nlohmann's conversions, turning its exceptions into an error.
+template <class F>
+auto guarded(const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::corrupt_data, std::string("cluster wire: malformed ") + what + " from a peer: " + e.what() +
+                                             "; run the same Arbor version on the router and its nodes");
+  }
+}
+
+Json calls_json(const std::vector<ChatToolCall>& calls) {
+  Json out = Json::array();
+  for (const auto& c : calls) out.push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+  return out;
+}
+
+std::vector<ChatToolCall> calls_from(const Json& j) {
+  std::vector<ChatToolCall> out;
+  for (const auto& c : j) out.push_back({c.at("id"), c.at("name"), c.at("arguments")});
+  return out;
+}
+
+}  // namespace
+
+std::string to_wire(const GenerateRequest& r) {
+  Json messages = Json::array();
+  for (const auto& m : r.messages)
+    messages.push_back({{"role", m.role}, {"content", m.content}, {"tool_calls", calls_json(m.tool_calls)},
+                        {"tool_call_id", m.tool_call_id}});
+  Json tools = Json::array();
+  for (const auto& t : r.tools)
+    tools.push_back({{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}});
+  const auto& s = r.sampling;
+  Json j = {{"tenant", r.tenant},
+            {"messages", std::move(messages)},
+            {"sampling",
+             {{"max_tokens", s.max_tokens}, {"temperature", s.temperature}, {"top_p", s.top_p},
+              {"top_k", s.top_k}, {"seed", s.seed}, {"stop", s.stop}}},
+            {"tools", std::move(tools)},
+            {"tool_choice", static_cast<int>(r.tool_choice)},
+            {"tool_choice_name", r.tool_choice_name}};
+  if (r.raw_prompt) j["raw_prompt"] = *r.raw_prompt;
+  if (r.json_schema) j["json_schema"] = *r.json_schema;
+  return dump(j);
+}
+
+Result<GenerateRequest> request_from_wire(const std::string& text) {
+  auto j = parse(text, "request");
+  if (!j) return std::unexpected(j.error());
+  return guarded("request", [&]() -> Result<GenerateRequest> {
+    GenerateRequest r;
+    r.tenant = j->at("tenant");
+    for (const auto& m : j->at("messages"))
+      r.messages.push_back({m.at("role"), m.at("content"), calls_from(m.at("tool_calls")), m.at("tool_call_id")});
+    if (j->contains("raw_prompt")) r.raw_prompt = j->at("raw_prompt").get<std::string>();
+    if (j->contains("json_schema")) r.json_schema = j->at("json_schema").get<std::string>();
+    const auto& s = j->at("sampling");
+    r.sampling.max_tokens = s.at("max_tokens");
+    r.sampling.temperature = s.at("temperature");
+    r.sampling.top_p = s.at("top_p");
+    r.sampling.top_k = s.at("top_k");
+    r.sampling.seed = s.at("seed");
+    r.sampling.stop = s.at("stop").get<std::vector<std::string>>();
+    for (const auto& t : j->at("tools")) r.tools.push_back({t.at("name"), t.at("description"), t.at("parameters")});
+    const int choice = j->at("tool_choice");
+    if (choice < 0 || choice > static_cast<int>(ToolChoice::function))
+      return fail(ErrorCode::corrupt_data, "cluster wire: unknown tool_choice " + std::to_string(choice));
+    r.tool_choice = static_cast<ToolChoice>(choice);
+    r.tool_choice_name = j->at("tool_choice_name");
+    return r;
+  });
+}
+
+std::string to_wire(const Result<GenerateResult>& outcome) {
+  if (!outcome)
+    return dump({{"error", {{"code", static_cast<int>(outcome.error().code)}, {"message", outcome.error().message}}}});
+  const auto& r = *outcome;
+  Json j = {{"text", r.text},
+            {"tokens", r.tokens},
+            {"prompt_tokens", r.prompt_tokens},
+            {"cached_tokens", r.cached_tokens},
+            {"computed_tokens", r.computed_tokens},
+            {"generated_tokens", r.generated_tokens},
+            {"ttft_ms", r.ttft_ms},
+            {"prefill_ms", r.prefill_ms},
+            {"decode_ms", r.decode_ms},
+            {"finish_reason", r.finish_reason},
+            {"tool_calls", calls_json(r.tool_calls)}};
+  if (r.json) j["json"] = r.json->dump();  // text: keeps the key order of the ordered_json
+  return dump({{"result", std::move(j)}});
+}
+
+Result<GenerateResult> outcome_from_wire(const std::string& text) {
+  auto j = parse(text, "generation outcome");
+  if (!j) return std::unexpected(j.error());
+  return guarded("generation outcome", [&]() -> Result<GenerateResult> {
+    if (j->contains("error")) {
+      const auto& e = j->at("error");
+      const int code = e.at("code");
+      if (code < 0 || code > static_cast<int>(ErrorCode::internal))
+        return fail(ErrorCode::internal, e.at("message").get<std::string>());
+      return fail(static_cast<ErrorCode>(code), e.at("message").get<std::string>());
+    }
+    const auto& x = j->at("result");
+    GenerateResult r;
+    r.text = x.at("text");
+    r.tokens = x.at("tokens").get<std::vector<std::int32_t>>();
+    r.prompt_tokens = x.at("prompt_tokens");
+    r.cached_tokens = x.at("cached_tokens");
+    r.computed_tokens = x.at("computed_tokens");
+    r.generated_tokens = x.at("generated_tokens");
+    r.ttft_ms = x.at("ttft_ms");
+    r.prefill_ms = x.at("prefill_ms");
+    r.decode_ms = x.at("decode_ms");
+    r.finish_reason = x.at("finish_reason");
+    r.tool_calls = calls_from(x.at("tool_calls"));
+    if (x.contains("json")) r.json = nlohmann::ordered_json::parse(x.at("json").get<std::string>());
+    return r;
+  });
+}
+
+std::string to_wire(const NodeInfo& i) {
+  return dump({{"model", i.model}, {"context_length", i.context_length}, {"page_size", i.page_size},
+               {"pages_total", i.pages_total}});
+}
+
+Result<NodeInfo> info_from_wire(const std::string& text) {
+  auto j = parse(text, "node info");
+  if (!j) return std::unexpected(j.error());
+  return guarded("node info", [&]() -> Result<NodeInfo> {
+    return NodeInfo{j->at("model"), j->at("context_length"), j->at("page_size"), j->at("pages_total")};
+  });
+}
+
+std::string to_wire(const NodeStats& s) { return dump({{"cache", Json(s.cache)}, {"inflight", s.inflight}}); }
+
+Result<NodeStats> stats_from_wire(const std::string& text) {
+  auto j = parse(text, "node stats");
+  if (!j) return std::unexpected(j.error());
+  return guarded("node stats", [&]() -> Result<NodeStats> {
+    return NodeStats{j->at("cache").get<CacheStats>(), j->at("inflight")};
+  });
+}
+
+}  // namespace arbor::cluster

@@ -1,0 +1,58 @@
+// What crosses the network between an `arbor serve --nodes` router and its `arbor node`s
+// (CAF's middleman, caf::io). Every message is atoms, integers, actor handles and
+// strings, which CAF serializes without registration; a request, a result and the
+// node's figures travel as JSON text (the functions below), so a field added here
+// needs no CAF type id and an old peer ignores a field it does not know.
+//
+// The node actor's interface (runtime/cluster/node_actor.hpp):
+//   (node_info_atom)                         -> string  NodeInfo JSON
+//   (node_stats_atom)                        -> string  NodeStats JSON
+//   (node_gen_atom, u64 id, string request, actor reply_to, bool pieces)
+//        the node then sends reply_to (node_piece_atom, id, string piece) per token when
+//        `pieces` (a streamed request), and exactly one (node_done_atom, id, string
+//        outcome) (GenerateResult or Error JSON)
+//   (node_cancel_atom, u64 id, actor reply_to) that generation ends with "cancelled"
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "arbor/runtime.hpp"
+#include "common/result.hpp"
+
+namespace arbor::cluster {
+
+using node_info_atom = caf::atom_constant<caf::atom("ninfo")>;
+using node_stats_atom = caf::atom_constant<caf::atom("nstats")>;
+using node_gen_atom = caf::atom_constant<caf::atom("ngen")>;
+using node_piece_atom = caf::atom_constant<caf::atom("npiece")>;
+using node_done_atom = caf::atom_constant<caf::atom("ndone")>;
+using node_cancel_atom = caf::atom_constant<caf::atom("ncancel")>;
+
+// What a node serves: the router checks every node has the model it tokenizes with.
+struct NodeInfo {
+  std::string model;
+  std::size_t context_length = 0;
+  std::size_t page_size = 0;   // tokens per KV page
+  std::size_t pages_total = 0;  // the node's KV pool
+};
+
+// A node's load and cache at one instant.
+struct NodeStats {
+  CacheStats cache;
+  std::size_t inflight = 0;  // generations started on the node and not done
+};
+
+std::string to_wire(const GenerateRequest& request);
+Result<GenerateRequest> request_from_wire(const std::string& text);
+// A generation's outcome: {"result": GenerateResult} or {"error": {"code", "message"}}.
+std::string to_wire(const Result<GenerateResult>& outcome);
+Result<GenerateResult> outcome_from_wire(const std::string& text);
+std::string to_wire(const NodeInfo& info);
+Result<NodeInfo> info_from_wire(const std::string& text);
+std::string to_wire(const NodeStats& stats);
+Result<NodeStats> stats_from_wire(const std::string& text);
+
+}  // namespace arbor::cluster

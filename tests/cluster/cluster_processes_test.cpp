@@ -1,0 +1,312 @@
+// A cluster on loopback: three `arbor node` processes and an `arbor serve --nodes`
+// router, driven over HTTP like a user would. Checked against each node's own figures
+// (cluster::query_node_stats) and against a single in-process Runtime's greedy output.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/cluster/cluster_backend.hpp"
+#include "runtime/runtime_test_util.hpp"
+#include "runtime/server_test_util.hpp"
+
+namespace arbor::cluster {
+namespace {
+
+using server::test::eventually;
+using server::test::Reply;
+using server::test::request;
+
+const std::string kArbor = std::string(ARBOR_BINARY_DIR) + "/arbor";
+
+// A child process whose first stdout line holds "<marker><port>"; SIGKILLed and reaped
+// when the object goes, so a failing test leaves nothing running.
+class Process {
+ public:
+  Process(std::vector<std::string> args, const std::string& marker) {
+    int out[2];
+    if (pipe(out) != 0) return;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    args.insert(args.begin(), kArbor);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, kArbor.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    std::string line;
+    char ch;
+    while (pid_ > 0 && line.find('\n') == std::string::npos && read(out[0], &ch, 1) == 1) line += ch;
+    close(out[0]);
+    if (const auto at = line.find(marker); at != std::string::npos) port_ = std::atoi(line.c_str() + at + marker.size());
+  }
+  ~Process() { kill_now(); }
+  int port() const { return port_; }
+  void kill_now() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// Three nodes and a router; `config` (JSON text, may be empty) is the router's --config.
+struct Cluster {
+  std::vector<std::unique_ptr<Process>> nodes;
+  std::unique_ptr<Process> router;
+  std::string config_path;
+
+  explicit Cluster(const std::string& config = "") {
+    std::string list;
+    for (int i = 0; i < 3; ++i) {
+      nodes.push_back(std::make_unique<Process>(
+          std::vector<std::string>{"node", "--listen", "127.0.0.1:0", "--model", ARBOR_DEFAULT_MODEL, "--threads",
+                                   "2", "--kv-mem", "64"},
+          "listening on 127.0.0.1:"));
+      list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(nodes.back()->port());
+    }
+    std::vector<std::string> args = {"serve", "--port", "0", "--nodes", list, "--model", ARBOR_DEFAULT_MODEL};
+    if (!config.empty()) {
+      config_path = std::string(ARBOR_BINARY_DIR) + "/cluster_test_" + std::to_string(getpid()) + ".json";
+      std::ofstream(config_path) << config;
+      args.push_back("--config");
+      args.push_back(config_path);
+    }
+    router = std::make_unique<Process>(args, "http://127.0.0.1:");
+  }
+  ~Cluster() {
+    router.reset();
+    nodes.clear();
+    if (!config_path.empty()) std::filesystem::remove(config_path);
+  }
+  bool ready() const {
+    for (const auto& n : nodes)
+      if (n->port() <= 0) return false;
+    return router->port() > 0;
+  }
+  Endpoint node(std::size_t i) const { return {"127.0.0.1", static_cast<std::uint16_t>(nodes[i]->port())}; }
+  NodeStats stats(std::size_t i) const {
+    auto s = query_node_stats(node(i));
+    EXPECT_TRUE(s) << s.error().describe();
+    return s ? *s : NodeStats{};
+  }
+};
+
+// A document of ~300 tokens whose first words already differ from every other's.
+std::string document(int n) {
+  const char* places[] = {"Veloria", "Quenmark", "Ostheim", "Larnach"};
+  const std::string place = places[n % 4];
+  std::string text = "Report " + std::to_string(n) + " on the harbor town of " + place + ".\n";
+  for (int i = 0; i < 12; ++i)
+    text += "In season " + std::to_string(i + 1) + ", " + place + " shipped " + std::to_string(30 + 7 * i + n) +
+            " crates of amber and " + std::to_string(11 * i + 3 * n) + " barrels of salt to the northern isles. ";
+  return text;
+}
+
+GenerateRequest chat_request(const std::string& doc, const std::string& question, int max_tokens) {
+  GenerateRequest r;
+  r.messages = {{"system", doc}, {"user", question}};
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+std::string chat_body(const GenerateRequest& r) {
+  nlohmann::json messages = nlohmann::json::array();
+  for (const auto& m : r.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
+  return nlohmann::json{{"model", "m"}, {"messages", messages}, {"max_tokens", r.sampling.max_tokens},
+                        {"temperature", 0}}
+      .dump();
+}
+
+struct Answer {
+  int status = 0;
+  std::string text, body;
+  std::size_t cached_tokens = 0;
+};
+
+Answer ask(int port, const GenerateRequest& r, const std::string& key = "") {
+  const Reply reply = request(port, "POST", "/v1/chat/completions", chat_body(r), key);
+  Answer a{reply.status, "", reply.body, 0};
+  if (reply.status != 200) return a;
+  const auto j = reply.json();
+  a.text = j["choices"][0]["message"]["content"];
+  a.cached_tokens = j["usage"]["prompt_tokens_details"]["cached_tokens"];
+  return a;
+}
+
+// The nodes whose runtime has served prompt tokens (of `tenant`, when given).
+std::vector<std::size_t> serving_nodes(const Cluster& c, const std::string& tenant = "") {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < c.nodes.size(); ++i) {
+    const auto s = c.stats(i);
+    const bool served = tenant.empty() ? s.cache.prompt_tokens > 0
+                                       : s.cache.tenants.contains(tenant) && s.cache.tenants.at(tenant).lookups > 0;
+    if (served) out.push_back(i);
+  }
+  return out;
+}
+
+class ClusterProcesses : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kArbor)) GTEST_SKIP() << "build the 'arbor' target to run this test";
+  }
+};
+
+// Requests sharing a document all go to the node that computed it, reuse its pages,
+// and answer exactly what one runtime answers; a second document goes to another node.
+TEST_F(ClusterProcesses, SharedPrefixesRouteToTheNodeHoldingThem) {
+  Cluster cluster;
+  ASSERT_TRUE(cluster.ready());
+  const std::vector<std::string> questions = {"Which town is this about?", "What does it ship?",
+                                              "How many seasons are listed?"};
+  std::vector<Answer> answers;
+  for (const auto& q : questions) answers.push_back(ask(cluster.router->port(), chat_request(document(1), q, 8)));
+  for (const auto& a : answers) ASSERT_EQ(a.status, 200) << a.body;
+  const auto holders = serving_nodes(cluster);
+  ASSERT_EQ(holders.size(), 1u) << "every request over document 1 should have gone to one node";
+  EXPECT_EQ(answers[0].cached_tokens, 0u);
+  EXPECT_GT(answers[1].cached_tokens, 200u);  // the document's pages came from that node's cache
+  EXPECT_GT(answers[2].cached_tokens, 200u);
+  const auto held = cluster.stats(holders[0]).cache;
+  EXPECT_EQ(held.cached_tokens, answers[1].cached_tokens + answers[2].cached_tokens);
+
+  // Another document: a cold request, sent to an empty node.
+  const Answer other = ask(cluster.router->port(), chat_request(document(2), questions[0], 8));
+  ASSERT_EQ(other.status, 200) << other.body;
+  EXPECT_EQ(serving_nodes(cluster).size(), 2u);
+
+  // One runtime, the same requests in the same order: the same greedy answers.
+  auto runtime = arbor::testing::make_runtime();
+  ASSERT_TRUE(runtime);
+  for (std::size_t i = 0; i < questions.size(); ++i) {
+    auto r = runtime->generate(chat_request(document(1), questions[i], 8));
+    ASSERT_TRUE(r) << r.error().describe();
+    EXPECT_EQ(answers[i].text, r->text) << "question " << i;
+    EXPECT_EQ(answers[i].cached_tokens, r->cached_tokens) << "question " << i;
+  }
+  auto r = runtime->generate(chat_request(document(2), questions[0], 8));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(other.text, r->text);
+}
+
+// The router routes each tenant by its own prefixes only: bob's request over alice's
+// document is a cold request (the emptiest node), not a hit on alice's node.
+TEST_F(ClusterProcesses, TenantsNeverRouteByEachOthersPrefixes) {
+  Cluster cluster(R"({"keys": {"key-alice-0001": "alice", "key-bob-00001": "bob"}})");
+  ASSERT_TRUE(cluster.ready());
+  const int port = cluster.router->port();
+  ASSERT_EQ(ask(port, chat_request(document(1), "Which town?", 4), "key-alice-0001").status, 200);
+  ASSERT_EQ(ask(port, chat_request(document(1), "What cargo?", 4), "key-alice-0001").status, 200);
+  ASSERT_EQ(ask(port, chat_request(document(2), "Which town?", 4), "key-alice-0001").status, 200);
+  const auto alice = serving_nodes(cluster, "alice");
+  ASSERT_EQ(alice.size(), 2u);
+  const Answer bob = ask(port, chat_request(document(1), "Which town?", 4), "key-bob-00001");
+  ASSERT_EQ(bob.status, 200) << bob.body;
+  EXPECT_EQ(bob.cached_tokens, 0u);  // the nodes keep tenants apart too
+  const auto bobs = serving_nodes(cluster, "bob");
+  ASSERT_EQ(bobs.size(), 1u);
+  EXPECT_NE(bobs[0], alice[0]);
+  EXPECT_NE(bobs[0], alice[1]);
+}
+
+// A node killed while it generates: the request (nothing streamed yet) is sent again to
+// another node and answers what one runtime answers; later requests avoid the dead node.
+TEST_F(ClusterProcesses, ANodeKilledMidRequestIsRetriedElsewhereAndRoutedAround) {
+  Cluster cluster;
+  ASSERT_TRUE(cluster.ready());
+  const int port = cluster.router->port();
+  ASSERT_EQ(ask(port, chat_request(document(3), "Which town?", 4)).status, 200);
+  const auto holders = serving_nodes(cluster);
+  ASSERT_EQ(holders.size(), 1u);
+  const std::size_t victim = holders[0];
+
+  const auto long_request = chat_request(document(3), "Describe every season in detail.", 96);
+  auto pending = std::async(std::launch::async, [&] { return ask(port, long_request); });
+  ASSERT_TRUE(eventually([&] { return cluster.stats(victim).inflight > 0; }, 60));
+  cluster.nodes[victim]->kill_now();
+  const Answer retried = pending.get();
+  ASSERT_EQ(retried.status, 200) << retried.body;
+  std::vector<std::size_t> alive;
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
+    if (i != victim) alive.push_back(i);
+  std::size_t served = 0;
+  for (auto i : alive) served += cluster.stats(i).cache.prompt_tokens > 0;
+  EXPECT_EQ(served, 1u) << "the retry should have run on one of the other nodes";
+
+  // Later requests, old document or new, succeed on the others.
+  for (int d : {3, 4}) {
+    const Answer later = ask(port, chat_request(document(d), "Which town?", 4));
+    EXPECT_EQ(later.status, 200) << later.body;
+  }
+
+  auto runtime = arbor::testing::make_runtime();
+  ASSERT_TRUE(runtime);
+  auto r = runtime->generate(long_request);
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(retried.text, r->text);
+}
+
+// A streamed request whose node dies after its first tokens went out cannot be
+// retried unseen: the stream ends with an error event naming the node, then [DONE].
+TEST_F(ClusterProcesses, ANodeKilledMidStreamEndsTheStreamWithAClearError) {
+  Cluster cluster;
+  ASSERT_TRUE(cluster.ready());
+  auto body = nlohmann::json::parse(chat_body(chat_request(document(5), "Describe every season in detail.", 200)));
+  body["stream"] = true;
+  namespace net = boost::asio;
+  namespace beast = boost::beast;
+  net::io_context ioc;
+  beast::tcp_stream stream(server::test::connect_loopback(ioc, cluster.router->port()));
+  stream.expires_after(std::chrono::seconds(120));  // a hung router fails the test, never hangs it
+  const std::string text = body.dump();
+  const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n";
+  net::write(stream, net::buffer(head + text));
+  std::string got;
+  char buf[4096];
+  beast::error_code ec;
+  while (got.find("\"content\":\"") == std::string::npos || got.find("data:", got.find("data:") + 1) == std::string::npos) {
+    const std::size_t n = stream.read_some(net::buffer(buf), ec);
+    ASSERT_FALSE(ec) << ec.message() << "\n" << got;
+    got.append(buf, n);
+  }
+  std::vector<std::size_t> holders;  // the node generating it
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
+    if (cluster.stats(i).inflight > 0) holders.push_back(i);
+  ASSERT_EQ(holders.size(), 1u);
+  cluster.nodes[holders[0]]->kill_now();
+  while (got.find("[DONE]") == std::string::npos) {
+    const std::size_t n = stream.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    got.append(buf, n);
+  }
+  EXPECT_NE(got.find("[DONE]"), std::string::npos) << got;
+  const std::string victim = "node 127.0.0.1:" + std::to_string(cluster.nodes[holders[0]]->port()) + " went down";
+  EXPECT_NE(got.find(victim), std::string::npos) << got;
+  EXPECT_NE(got.find("was not retried"), std::string::npos) << got;
+  // The router goes on with the others.
+  EXPECT_EQ(ask(cluster.router->port(), chat_request(document(5), "Which town?", 4)).status, 200);
+}
+
+}  // namespace
+}  // namespace arbor::cluster
