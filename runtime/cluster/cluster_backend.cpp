@@ -2,10 +2,12 @@
 
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "model/chat_template.hpp"
 #include "model/gguf.hpp"
@@ -98,7 +100,7 @@ struct ClusterBackend::State {
     bool up = true;
     std::size_t inflight = 0;
     std::uint64_t routed[3] = {0, 0, 0};  // by RouteKind
-    std::uint64_t matched_tokens = 0, retried_here = 0;
+    std::uint64_t matched_tokens = 0, retried_here = 0, rejoins = 0;
   };
   struct Pending {
     std::size_t node = 0;
@@ -122,12 +124,21 @@ struct ClusterBackend::State {
   caf::actor inbox;  // receives the nodes' pieces, outcomes and down messages
 
   mutable std::mutex mu;
+  std::condition_variable wake;  // the rejoiner's sleep; stopping ends it
+  bool stopping = false;
+  std::thread rejoiner;
   std::vector<Node> nodes;
   std::map<std::uint64_t, Pending> pending;
   std::uint64_t next_id = 1;
   std::size_t turn = 0;  // Routing::round_robin
 
   ~State() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+    }
+    wake.notify_all();
+    if (rejoiner.joinable()) rejoiner.join();
     std::vector<Failure> failures;
     {
       std::lock_guard lock(mu);
@@ -143,6 +154,35 @@ struct ClusterBackend::State {
     inbox = nullptr;
     for (auto& n : nodes) n.actor = nullptr;
     system.reset();  // waits for the inbox to quit
+  }
+
+  // Every `period`, tries to reconnect each down node; one that answers with the same
+  // model is up again, with an empty index (its cache started over).
+  void rejoin_loop(std::chrono::milliseconds period) {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      wake.wait_for(lock, period, [this] { return stopping; });
+      if (stopping) return;
+      std::vector<std::pair<std::size_t, Endpoint>> down;
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (!nodes[i].up) down.emplace_back(i, nodes[i].endpoint);
+      lock.unlock();
+      for (const auto& [index, at] : down) {
+        auto actor = system->middleman().remote_actor(at.host, at.port);
+        if (!actor) continue;
+        auto text = ask(*system, *actor, at, node_info_atom::value, std::chrono::seconds(10));
+        auto info = text ? info_from_wire(*text) : Result<NodeInfo>(std::unexpected(text.error()));
+        if (!info || info->model != this->info.model) continue;
+        std::lock_guard relock(mu);
+        auto& n = nodes[index];
+        n.actor = *actor;
+        n.index = PrefixIndex(info->page_size, info->pages_total);
+        n.up = true;
+        ++n.rejoins;
+        caf::anon_send(inbox, watch_atom::value, n.actor, index);
+      }
+      lock.lock();
+    }
   }
 
   // Routing::round_robin: the next up node after the last one chosen.
@@ -313,6 +353,7 @@ Result<std::unique_ptr<ClusterBackend>> ClusterBackend::connect(ClusterOptions o
   state->inbox = system.spawn(inbox_actor, state.get());
   for (std::size_t i = 0; i < state->nodes.size(); ++i)
     caf::anon_send(state->inbox, watch_atom::value, state->nodes[i].actor, i);
+  state->rejoiner = std::thread([raw = state.get(), period = state->options.rejoin_period] { raw->rejoin_loop(period); });
   return std::unique_ptr<ClusterBackend>(new ClusterBackend(std::move(state)));
 }
 
@@ -407,7 +448,7 @@ std::vector<NodeView> ClusterBackend::nodes() const {
   std::vector<NodeView> out;
   for (const auto& n : state_->nodes)
     out.push_back({n.endpoint.text(), n.up, n.inflight, n.index.num_pages(), n.routed[0], n.routed[1], n.routed[2],
-                   n.matched_tokens, n.retried_here});
+                   n.matched_tokens, n.retried_here, n.rejoins});
   return out;
 }
 

@@ -13,12 +13,15 @@
 // requests. Each of its generations that has streamed nothing to the client yet is
 // sent again to another node (at most `max_attempts` in all; with greedy decoding the
 // client cannot tell); one that has streamed, or has no node left, ends with
-// ErrorCode::cancelled (HTTP 503) naming the node. A node does not rejoin yet.
+// ErrorCode::cancelled (HTTP 503) naming the node. Down nodes are tried again every
+// rejoin_period (a thread of the router): one that answers at its address with the same
+// model rejoins, with an empty index.
 //
 // Workflow runs (POST /v1/runs) are not routed yet: start_run is an unsupported error.
 // Thread safety: as server::Backend; callbacks run on the router's actor thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,6 +54,7 @@ struct ClusterOptions {
   std::string model_path;            // the tokenizer and chat template routing uses: the nodes' model
   std::size_t overload_margin = 4;   // choose_node's rule 3
   int max_attempts = 2;              // nodes one generation may be sent to
+  std::chrono::milliseconds rejoin_period{1000};  // how often down nodes are tried again
 };
 
 // What the router knows of one node (tests, metrics).
@@ -62,6 +66,7 @@ struct NodeView {
   std::uint64_t routed_prefix = 0, routed_balance = 0, routed_cold = 0;  // requests sent, by RouteKind
   std::uint64_t matched_tokens = 0;  // the index's matched tokens summed over requests sent here
   std::uint64_t retried_here = 0;    // requests re-sent here after their node went down
+  std::uint64_t rejoins = 0;         // times it came back after being down
 };
 
 class ClusterBackend : public server::Backend {

@@ -230,8 +230,9 @@ TEST_F(ClusterProcesses, TenantsNeverRouteByEachOthersPrefixes) {
 }
 
 // A node killed while it generates: the request (nothing streamed yet) is sent again to
-// another node and answers what one runtime answers; later requests avoid the dead node.
-TEST_F(ClusterProcesses, ANodeKilledMidRequestIsRetriedElsewhereAndRoutedAround) {
+// another node and answers what one runtime answers; later requests avoid the dead node,
+// and a node started again at its address rejoins.
+TEST_F(ClusterProcesses, ANodeKilledMidRequestIsRetriedElsewhereRoutedAroundAndRejoins) {
   Cluster cluster;
   ASSERT_TRUE(cluster.ready());
   const int port = cluster.router->port();
@@ -264,6 +265,22 @@ TEST_F(ClusterProcesses, ANodeKilledMidRequestIsRetriedElsewhereAndRoutedAround)
   auto r = runtime->generate(long_request);
   ASSERT_TRUE(r) << r.error().describe();
   EXPECT_EQ(retried.text, r->text);
+
+  // A node started again at the dead one's address rejoins: with an empty cache it is
+  // the emptiest node, so a cold request goes there once the router has reconnected.
+  const int victim_port = cluster.nodes[victim]->port();
+  cluster.nodes[victim] = std::make_unique<Process>(
+      std::vector<std::string>{"node", "--listen", "127.0.0.1:" + std::to_string(victim_port), "--model",
+                               ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "64"},
+      "listening on 127.0.0.1:");
+  ASSERT_EQ(cluster.nodes[victim]->port(), victim_port);
+  int doc = 10;
+  EXPECT_TRUE(eventually(
+      [&] {
+        EXPECT_EQ(ask(port, chat_request(document(doc++), "Which town?", 2)).status, 200);
+        return cluster.stats(victim).cache.prompt_tokens > 0;
+      },
+      60));
 }
 
 // A streamed request whose node dies after its first tokens went out cannot be
