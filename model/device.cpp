@@ -15,13 +15,6 @@ const char* device_name(Device device) {
   return "unknown";
 }
 
-Result<Device> parse_device(std::string_view name) {
-  if (name == "cpu") return Device::cpu;
-  if (name == "cuda") return Device::cuda;
-  if (name == "auto") return Device::automatic;
-  return fail(ErrorCode::invalid_argument, "device must be 'cpu', 'cuda' or 'auto' (got '" + std::string(name) + "')");
-}
-
 bool cuda_built() { return ARBOR_HAS_CUDA != 0; }
 
 int cuda_device_count(std::string* why) {

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <string>
-#include <string_view>
 
 #include "common/result.hpp"
 
@@ -11,10 +10,9 @@ namespace arbor::model {
 
 enum class Device { cpu, cuda, automatic };
 
-// "cpu", "cuda", "auto".
+// "cpu", "cuda", "auto". (Names are parsed once, above this layer: arbor/config.hpp's
+// parse_device_choice.)
 const char* device_name(Device device);
-// Accepts "cpu", "cuda" and "auto"; invalid_argument naming the three otherwise.
-Result<Device> parse_device(std::string_view name);
 
 // True when this build has the CUDA backend (-DARBOR_CUDA=ON).
 bool cuda_built();

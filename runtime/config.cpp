@@ -3,12 +3,12 @@
 
 #include <array>
 #include <utility>
-#include <utility>
-
 
 namespace arbor {
 namespace {
 
+constexpr std::array<std::pair<std::string_view, DeviceChoice>, 3> kDevices = {
+    {{"cpu", DeviceChoice::cpu}, {"cuda", DeviceChoice::cuda}, {"auto", DeviceChoice::automatic}}};
 constexpr std::array<std::pair<std::string_view, Eviction>, 3> kEvictions = {
     {{"lru", Eviction::lru}, {"lfu", Eviction::lfu}, {"workflow", Eviction::workflow}}};
 constexpr std::array<std::pair<std::string_view, Precision>, 2> kPrecisions = {
@@ -53,14 +53,17 @@ Result<void> check_range(const char* name, Int value, SettingRange range) {
 
 }  // namespace
 
+const char* to_string(DeviceChoice d) { return name_of(kDevices, d); }
 const char* to_string(Eviction e) { return name_of(kEvictions, e); }
 const char* to_string(Precision p) { return name_of(kPrecisions, p); }
 
+Result<DeviceChoice> parse_device_choice(std::string_view name) { return parse_name(kDevices, name); }
 Result<Eviction> parse_eviction(std::string_view name) {
   if (name == "priority") return Eviction::workflow;  // the cache layer's name for it
   return parse_name(kEvictions, name);
 }
 Result<Precision> parse_precision(std::string_view name) { return parse_name(kPrecisions, name); }
+std::vector<std::string> device_names() { return names_of(kDevices); }
 std::vector<std::string> eviction_names() { return names_of(kEvictions); }
 std::vector<std::string> precision_names() { return names_of(kPrecisions); }
 

@@ -12,6 +12,7 @@
 #include "model/unicode.hpp"
 #include "model/tool_format.hpp"
 #include "runtime/chat_prompt.hpp"
+#include "runtime/engine_device.hpp"
 #include "runtime/runtime_impl.hpp"
 #include "workflows/workflow.hpp"
 
@@ -30,7 +31,7 @@ cache::EvictionPolicyKind eviction_kind(Eviction eviction) {
 // The engine RuntimeConfig asks for; `info` gets the line Runtime::device_info() returns.
 Result<std::unique_ptr<model::Engine>> make_engine(const RuntimeConfig& c, const model::Model& m, std::string& info) {
   std::string reason;
-  auto device = model::resolve_device(*model::parse_device(c.device), &reason);
+  auto device = model::resolve_device(engine_device(c.device), &reason);
   if (!device) return std::unexpected(device.error());
   model::EngineOptions options;
   options.device = *device;
@@ -96,7 +97,6 @@ void Runtime::Impl::shutdown() {
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   if (auto ok = check_config(config); !ok) return std::unexpected(ok.error());
-  if (auto device = model::parse_device(config.device); !device) return std::unexpected(device.error());
   if (config.model_path.empty()) config.model_path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
   auto model = model::Model::load(config.model_path);
   if (!model) return std::unexpected(model.error());

@@ -20,6 +20,7 @@
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
+#include "runtime/engine_device.hpp"
 
 namespace arbor::cli {
 namespace {
@@ -105,8 +106,7 @@ int bench_engine(const BenchEngineOptions& o) {
   auto loaded = model::Model::load(path);
   if (!loaded) return std::fprintf(stderr, "arbor: %s\n", loaded.error().describe().c_str()), kExitInvalid;
   const model::Model& m = **loaded;
-  auto device = model::parse_device(config.device);
-  if (!device) return std::fprintf(stderr, "arbor: %s\n", device.error().describe().c_str()), kExitInvalid;
+  const model::Device device = engine_device(config.device);
 
   // Both activation precisions side by side, in one process (the machine is noisy).
   const std::pair<const char*, kernels::MatmulPrecision> modes[] = {
@@ -116,7 +116,7 @@ int bench_engine(const BenchEngineOptions& o) {
   std::string device_used, device_info;
   for (const auto& [name, precision] : modes) {
     if (o.runtime.given(kPrecisionFlag) && to_string(config.precision) != std::string_view(name)) continue;
-    auto engine = model::make_engine(m, {*device, threads, precision});
+    auto engine = model::make_engine(m, {device, threads, precision});
     if (!engine) return std::fprintf(stderr, "arbor: %s\n", engine.error().describe().c_str()), kExitInvalid;
     device_used = model::device_name((*engine)->device());
     device_info = (*engine)->describe();

@@ -13,6 +13,7 @@
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
+#include "runtime/engine_device.hpp"
 
 namespace arbor::cli {
 namespace {
@@ -42,9 +43,8 @@ int run_perplexity(const PerplexityOptions& o) {
   const auto body = m.tokenizer().encode(text.str(), false);
   tokens.insert(tokens.end(), body.begin(), body.end());
 
-  auto device = model::parse_device(config.device);
-  if (!device) return std::fprintf(stderr, "arbor: %s\n", device.error().describe().c_str()), kExitInvalid;
-  auto engine = model::make_engine(m, {*device, threads, kernels::MatmulPrecision::accurate});
+  const model::Device device = engine_device(config.device);
+  auto engine = model::make_engine(m, {device, threads, kernels::MatmulPrecision::accurate});
   if (!engine) return std::fprintf(stderr, "arbor: %s\n", engine.error().describe().c_str()), kExitInvalid;
   std::fprintf(stderr, "arbor perplexity: device %s\n", (*engine)->describe().c_str());
   const cache::KvGeometry geometry = (*engine)->kv_geometry(16);

@@ -15,11 +15,11 @@ void RuntimeOptions::declare(CLI::App& app, unsigned flags) {
                                    "GGUF model file (default: models/SmolLM2-135M-Instruct.Q4_1.gguf of the checkout)")
                         ->type_name("PATH"));
   if (flags & kDeviceFlag)
-    add(kDeviceFlag, app.add_option("--device", values_.device,
+    add(kDeviceFlag, app.add_option("--device", device_,
                                     "where the forward pass runs: cpu, cuda (needs a CUDA build and device), or auto "
                                     "(cuda when both are there, else cpu)")
                          ->type_name("DEVICE")
-                         ->check(one_of({"cpu", "cuda", "auto"}))
+                         ->check(one_of(device_names()))
                          ->capture_default_str());
   if (flags & kThreadsFlag)
     add(kThreadsFlag, app.add_option("--threads", values_.num_threads, "CPU engine threads (0 = all cores)")
@@ -72,7 +72,7 @@ bool RuntimeOptions::given(RuntimeFlag flag) const {
 void RuntimeOptions::apply(RuntimeConfig& config) const {
   if (given(kModelFlag)) config.model_path = values_.model_path;
   if (config.model_path.empty()) config.model_path = default_model_path();
-  if (given(kDeviceFlag)) config.device = values_.device;
+  if (given(kDeviceFlag)) config.device = *parse_device_choice(device_);  // one_of checked the name
   if (given(kThreadsFlag)) config.num_threads = values_.num_threads;
   if (given(kKvMemFlag)) config.kv_memory_mb = values_.kv_memory_mb;
   if (given(kPageSizeFlag)) config.page_size = values_.page_size;

@@ -39,7 +39,8 @@ class RuntimeOptions {
 
  private:
   RuntimeConfig values_;
-  std::string eviction_ = to_string(values_.eviction);  // the names as given; apply() parses them
+  std::string device_ = to_string(values_.device);  // the names as given; apply() parses them
+  std::string eviction_ = to_string(values_.eviction);
   std::string precision_ = to_string(values_.precision);
   bool no_cache_ = false;
   std::map<RuntimeFlag, CLI::Option*> options_;

@@ -56,7 +56,8 @@ struct Reader {
   bool integer(const json& obj, const std::string& at, const char* key, Int& out, SettingRange range) {
     return integer(obj, at, key, out, range.min, range.max);
   }
-  // A name parsed into its enum (parse_eviction, parse_precision): the parser says what it takes.
+  // A name parsed into its enum (parse_device_choice, parse_eviction, parse_precision):
+  // the parser says what it takes.
   template <class Enum>
   bool name(const json& obj, const std::string& at, const char* key, Enum& out, Result<Enum> (*parse)(std::string_view)) {
     std::string text;
@@ -80,7 +81,7 @@ bool read_runtime(Reader& r, const json& j, RuntimeConfig& rc) {
   return r.check_keys(j, at, {"model_path", "device", "num_threads", "kv_memory_mb", "page_size", "eviction",
                               "prefix_caching", "precision", "prefill_chunk", "max_step_tokens", "max_pinned_pages",
                               "max_queued_requests", "tool_pin_ttl_ms"}) &&
-         r.string(j, at, "model_path", rc.model_path) && r.string(j, at, "device", rc.device) &&
+         r.string(j, at, "model_path", rc.model_path) && r.name(j, at, "device", rc.device, parse_device_choice) &&
          r.integer(j, at, "num_threads", rc.num_threads, limits::num_threads) &&
          r.integer(j, at, "kv_memory_mb", rc.kv_memory_mb, limits::kv_memory_mb) &&
          r.integer(j, at, "page_size", rc.page_size, limits::page_size) &&

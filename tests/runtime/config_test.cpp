@@ -11,6 +11,10 @@ namespace {
 TEST(Config, NamesParseIntoEnumsAndBack) {
   for (const std::string& name : eviction_names()) EXPECT_EQ(to_string(*parse_eviction(name)), name);
   for (const std::string& name : precision_names()) EXPECT_EQ(to_string(*parse_precision(name)), name);
+  for (const std::string& name : device_names()) EXPECT_EQ(to_string(*parse_device_choice(name)), name);
+  EXPECT_EQ(device_names(), (std::vector<std::string>{"cpu", "cuda", "auto"}));
+  EXPECT_EQ(*parse_device_choice("auto"), DeviceChoice::automatic);
+  EXPECT_EQ(parse_device_choice("gpu").error().message, "must be cpu, cuda or auto (got 'gpu')");
   EXPECT_EQ(eviction_names(), (std::vector<std::string>{"lru", "lfu", "workflow"}));
   EXPECT_EQ(*parse_eviction("priority"), Eviction::workflow);
   EXPECT_EQ(parse_eviction("random").error().message, "must be lru, lfu or workflow (got 'random')");

@@ -14,7 +14,7 @@ bool cuda_available() { return model::cuda_built() && model::cuda_device_count()
 TEST(RuntimeDevice, AutomaticReportsTheDeviceItChoseAndWhy) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  EXPECT_EQ(rt->config().device, "auto");
+  EXPECT_EQ(rt->config().device, DeviceChoice::automatic);
   EXPECT_EQ(rt->device(), cuda_available() ? "cuda" : "cpu");
   EXPECT_EQ(rt->device_info().rfind(rt->device() + " (", 0), 0u) << rt->device_info();
   EXPECT_NE(rt->device_info().find("auto: "), std::string::npos) << rt->device_info();
@@ -22,7 +22,7 @@ TEST(RuntimeDevice, AutomaticReportsTheDeviceItChoseAndWhy) {
 
 TEST(RuntimeDevice, CpuIsCpuAndGeneratesAsBefore) {
   RuntimeConfig c = small_config();
-  c.device = "cpu";
+  c.device = DeviceChoice::cpu;
   auto rt = make_runtime(c);
   ASSERT_TRUE(rt);
   EXPECT_EQ(rt->device(), "cpu");
@@ -35,19 +35,22 @@ TEST(RuntimeDevice, CpuIsCpuAndGeneratesAsBefore) {
   EXPECT_NE(out->text.find("Paris"), std::string::npos) << out->text;
 }
 
-TEST(RuntimeDevice, UnknownNameIsInvalid) {
-  RuntimeConfig c = small_config();
-  c.device = "gpu";
-  auto rt = Runtime::create(c);
-  ASSERT_FALSE(rt);
-  EXPECT_EQ(rt.error().code, ErrorCode::invalid_argument);
-  EXPECT_NE(rt.error().message.find("'cpu', 'cuda' or 'auto' (got 'gpu')"), std::string::npos) << rt.error().message;
+// A device is a name only in the front ends (CLI, server config), which parse it once
+// (parse_device_choice): an unknown name fails there, naming where.
+TEST(RuntimeDevice, UnknownNameIsInvalidWhereItIsParsed) {
+  auto bad = parse_device_choice("gpu");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::invalid_argument);
+  EXPECT_EQ(bad.error().message, "must be cpu, cuda or auto (got 'gpu')");
+  auto server = server::parse_server_config(R"({"runtime":{"device":"gpu"}})");
+  ASSERT_FALSE(server);
+  EXPECT_EQ(server.error().message, "config '/runtime/device' must be cpu, cuda or auto (got 'gpu')");
 }
 
 TEST(RuntimeDevice, CudaWhereUnavailableSaysWhyAndWhatToUse) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present: cuda is available";
   RuntimeConfig c = small_config();
-  c.device = "cuda";
+  c.device = DeviceChoice::cuda;
   auto rt = Runtime::create(c);
   ASSERT_FALSE(rt);
   EXPECT_EQ(rt.error().code, ErrorCode::unsupported);
@@ -58,7 +61,7 @@ TEST(RuntimeDevice, CudaWhereUnavailableSaysWhyAndWhatToUse) {
 // kv_memory_mb 0 (the default) sizes the pool from the device: on the CPU, 256 MiB.
 TEST(RuntimeKvPool, AutomaticIs256MiBOnTheCpuAndAGivenSizeIsKept) {
   RuntimeConfig c = small_config();
-  c.device = "cpu";
+  c.device = DeviceChoice::cpu;
   c.kv_memory_mb = 0;
   EXPECT_EQ(RuntimeConfig{}.kv_memory_mb, 0u);
   auto automatic = make_runtime(c);
@@ -93,10 +96,10 @@ TEST(ServerConfigKvPool, ZeroMeansAutomaticAndIsTheDefault) {
 TEST(ServerConfigDevice, RuntimeSectionTakesADeviceName) {
   auto c = server::parse_server_config(R"({"runtime":{"device":"cpu"}})");
   ASSERT_TRUE(c) << c.error().message;
-  EXPECT_EQ(c->runtime.device, "cpu");
+  EXPECT_EQ(c->runtime.device, DeviceChoice::cpu);
   auto defaulted = server::parse_server_config(R"({"runtime":{}})");
   ASSERT_TRUE(defaulted) << defaulted.error().message;
-  EXPECT_EQ(defaulted->runtime.device, "auto");
+  EXPECT_EQ(defaulted->runtime.device, DeviceChoice::automatic);
   auto bad = server::parse_server_config(R"({"runtime":{"device":1}})");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("/runtime/device"), std::string::npos) << bad.error().message;

@@ -2,7 +2,8 @@
 // end uses these: Runtime::create checks a config with check_config, the server's
 // config file (runtime/server/server_config.cpp) and the CLI's flags
 // (runtime/cli/runtime_options.cpp) take their ranges from `limits` and their names
-// from parse_eviction / parse_precision, so a limit or a name is written once.
+// from parse_device_choice / parse_eviction / parse_precision, so a limit or a name is
+// written once.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,11 @@
 #include "common/result.hpp"
 
 namespace arbor {
+
+// Where the forward pass runs: the CPU, a CUDA device (a build with -DARBOR_CUDA=ON and
+// a CUDA device; Runtime::create fails otherwise, saying which is missing), or
+// automatic (cuda when both are there, else cpu). Runtime::device() says what was used.
+enum class DeviceChoice { automatic, cpu, cuda };
 
 // Which cached pages go first when the pool is full.
 enum class Eviction {
@@ -27,13 +33,16 @@ enum class Eviction {
 // faster prefill, ~0.2 logits of drift that can flip near-tied greedy choices).
 enum class Precision { accurate, fast };
 
-// The names the CLI and config files use ("lru", "fast"), and back. An unknown name
-// is invalid_argument: "must be lru, lfu or workflow (got 'random')" (the caller puts
-// where in front). parse_eviction also takes "priority", the cache layer's name.
+// The names the CLI and config files use ("auto", "lru", "fast"), and back. An unknown
+// name is invalid_argument: "must be lru, lfu or workflow (got 'random')" (the caller
+// puts where in front). parse_eviction also takes "priority", the cache layer's name.
+const char* to_string(DeviceChoice device);
 const char* to_string(Eviction eviction);
 const char* to_string(Precision precision);
+Result<DeviceChoice> parse_device_choice(std::string_view name);
 Result<Eviction> parse_eviction(std::string_view name);
 Result<Precision> parse_precision(std::string_view name);
+std::vector<std::string> device_names();     // cpu, cuda, auto
 std::vector<std::string> eviction_names();   // lru, lfu, workflow
 std::vector<std::string> precision_names();  // accurate, fast
 
@@ -61,9 +70,7 @@ struct TenantOptions {
 
 struct RuntimeConfig {
   std::string model_path;            // GGUF file; empty = the default model under models/
-  // Where the forward pass runs: "cpu", "cuda" (a build with -DARBOR_CUDA=ON and a CUDA
-  // device; an error otherwise) or "auto" (cuda when both are there, else cpu).
-  std::string device = "auto";
+  DeviceChoice device = DeviceChoice::automatic;  // where the forward pass runs
   int num_threads = 0;               // CPU engine threads; 0 = all hardware threads
   // KV page pool size in MiB; 0 = automatic: 256 MiB of host memory on the CPU; on a
   // GPU, 90% of the device memory left free once the weights are loaded and the
@@ -93,7 +100,7 @@ struct RuntimeConfig {
 
 // Every setting of `config` in its range (limits above); else invalid_argument naming
 // the first one that is not: "page_size must be in 1..1024 (got 0)". Runtime::create
-// calls it (and model::parse_device checks the device name there).
+// calls it.
 Result<void> check_config(const RuntimeConfig& config);
 
 }  // namespace arbor

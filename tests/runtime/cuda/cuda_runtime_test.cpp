@@ -39,7 +39,7 @@ const std::string& synthetic_model_path() {
 std::unique_ptr<Runtime> cuda_runtime(bool caching) {
   RuntimeConfig c;
   c.model_path = synthetic_model_path();
-  c.device = "cuda";
+  c.device = DeviceChoice::cuda;
   c.kv_memory_mb = 512;
   c.prefix_caching = caching;
   return make_runtime(c);
@@ -58,7 +58,7 @@ TEST(CudaRuntime, AutomaticKvPoolTakesMostOfTheFreeDeviceMemory) {
   ARBOR_REQUIRE_CUDA();
   RuntimeConfig c;
   c.model_path = synthetic_model_path();
-  c.device = "cuda";
+  c.device = DeviceChoice::cuda;
   c.kv_memory_mb = 0;
   auto rt = make_runtime(c);
   ASSERT_TRUE(rt);
