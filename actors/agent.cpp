@@ -20,7 +20,8 @@ struct AgentState {
   std::shared_ptr<const RunEnv> env;
   const workflows::AgentPlan* plan = nullptr;
   std::shared_ptr<const workflows::AgentPlan> owned;  // a dynamic fan-out instance's plan
-  caf::actor run, parent;
+  RunActor run;
+  ReportListener parent;  // null for a root agent
   bool started = false, finished = false;
   Clock::time_point start;
   int attempt = 0;
@@ -28,7 +29,7 @@ struct AgentState {
   Stage stage = Stage::turn0;
   std::map<std::string, std::string> dep_outputs;  // from depends_on (kept across attempts)
   std::map<std::string, std::string> outputs;      // dep outputs + children outputs
-  std::vector<caf::actor> children;
+  std::vector<AgentActor> children;
   std::vector<std::string> child_ids;  // the sub-agents spawned this attempt, in order
   std::size_t children_pending = 0;
   std::optional<Conversation> conv;
@@ -41,10 +42,16 @@ struct AgentState {
   std::unique_ptr<ToolLoop> tools;  // with plan->tools: this attempt's tool calls (declared last: it refers to env, report)
 };
 
-using AgentActor = caf::stateful_actor<AgentState>;
+// The interface plus the agent's own timers, requests to itself that are never
+// answered: (start_atom) begins it, (timeout_atom, attempt) is an attempt's deadline,
+// (tool_atom, call id) a tool call's (ToolLoop). spawn_agent hands out only the
+// AgentActor part.
+using AgentActorImpl = AgentActor::extend<caf::reacts_to<start_atom>, caf::reacts_to<timeout_atom, int>,
+                                          caf::reacts_to<tool_atom, std::uint64_t>>;
+using AgentSelf = AgentActorImpl::stateful_pointer<AgentState>;
 
-void begin_attempt(AgentActor* self);
-void advance(AgentActor* self);
+void begin_attempt(AgentSelf self);
+void advance(AgentSelf self);
 
 const std::string& prefix_text(const AgentState& s) {
   static const std::string empty;
@@ -53,7 +60,7 @@ const std::string& prefix_text(const AgentState& s) {
   return it == s.env->plan->prefixes.end() ? empty : it->second.text;
 }
 
-Result<std::string> render(AgentActor* self, const workflows::Template& tmpl) {
+Result<std::string> render(AgentSelf self, const workflows::Template& tmpl) {
   auto& s = self->state;
   const bool spawned = s.stage == Stage::children || s.stage == Stage::fan_in || s.stage == Stage::turns;
   auto ctx = workflows::make_context(*s.env->plan, *s.plan, s.outputs, spawned ? &s.child_ids : nullptr);
@@ -63,7 +70,7 @@ Result<std::string> render(AgentActor* self, const workflows::Template& tmpl) {
 }
 
 // Ends the current attempt's activity: request, children, pin.
-void cleanup_attempt(AgentActor* self) {
+void cleanup_attempt(AgentSelf self) {
   auto& s = self->state;
   if (s.inflight != 0) self->send(s.run, CancelRequest{s.inflight});  // requests go through the run
   s.inflight = 0;
@@ -75,7 +82,7 @@ void cleanup_attempt(AgentActor* self) {
   s.pin = 0;
 }
 
-void finish(AgentActor* self, const std::string& status, const std::string& error) {
+void finish(AgentSelf self, const std::string& status, const std::string& error) {
   auto& s = self->state;
   if (s.finished) return;
   s.finished = true;
@@ -95,7 +102,7 @@ void finish(AgentActor* self, const std::string& status, const std::string& erro
   self->quit();
 }
 
-void attempt_failed(AgentActor* self, const std::string& reason, bool timed_out) {
+void attempt_failed(AgentSelf self, const std::string& reason, bool timed_out) {
   auto& s = self->state;
   cleanup_attempt(self);
   if (s.attempt <= s.plan->max_retries) {
@@ -110,7 +117,7 @@ void attempt_failed(AgentActor* self, const std::string& reason, bool timed_out)
 // Sends `req` (its prompt, sampling and json_schema set) to the cache actor through the
 // run actor (which applies backpressure), as this agent's; `then` runs with a
 // successful result of this attempt.
-void send_request(AgentActor* self, SeqRequest req, std::function<void(AgentActor*, SeqResult&)> then) {
+void send_request(AgentSelf self, SeqRequest req, std::function<void(AgentSelf, SeqResult&)> then) {
   auto& s = self->state;
   req.request_id = next_request_id();
   req.tenant = s.env->tenant;
@@ -158,9 +165,9 @@ bool is_final_turn(const AgentState& s) {
   }
 }
 
-void on_turn_result(AgentActor* self, bool constrained, SeqResult& r);
+void on_turn_result(AgentSelf self, bool constrained, SeqResult& r);
 
-void send_turn(AgentActor* self) {
+void send_turn(AgentSelf self) {
   auto& s = self->state;
   SeqRequest req;
   req.sampling = s.plan->generation;
@@ -171,11 +178,11 @@ void send_turn(AgentActor* self) {
                          [self, constrained](SeqResult& r) { on_turn_result(self, constrained, r); });
   req.prompt = s.conv->prompt();
   send_request(self, std::move(req),
-               [constrained](AgentActor* self, SeqResult& r) { on_turn_result(self, constrained, r); });
+               [constrained](AgentSelf self, SeqResult& r) { on_turn_result(self, constrained, r); });
 }
 
 // A turn's answer (after its tool calls, if any).
-void on_turn_result(AgentActor* self, bool constrained, SeqResult& r) {
+void on_turn_result(AgentSelf self, bool constrained, SeqResult& r) {
   auto& st = self->state;
   if (st.report.ttft_ms == 0) st.report.ttft_ms = r.ttft_ms;
   if (constrained && r.json.empty())
@@ -191,7 +198,7 @@ void on_turn_result(AgentActor* self, bool constrained, SeqResult& r) {
 }
 
 // Starts the conversation, or continues it, with the user message `text`.
-void turn(AgentActor* self, const std::string& text) {
+void turn(AgentSelf self, const std::string& text) {
   auto& s = self->state;
   if (s.conv) {
     s.conv->add_turn(s.last_ids, s.last_output, text);
@@ -222,10 +229,10 @@ std::vector<std::string> missing_outputs(const AgentState& s, const workflows::T
   return out;
 }
 
-void render_and_turn(AgentActor* self, const workflows::Template& tmpl);
+void render_and_turn(AgentSelf self, const workflows::Template& tmpl);
 
 // Asks the run actor for finished outputs this agent lacks, then continues with `then`.
-void fetch_outputs(AgentActor* self, std::vector<std::string> ids, std::function<void(AgentActor*)> then) {
+void fetch_outputs(AgentSelf self, std::vector<std::string> ids, std::function<void(AgentSelf)> then) {
   auto& s = self->state;
   const int attempt = s.attempt;
   self->request(s.run, caf::infinite, DepsRequest{std::move(ids)})
@@ -244,15 +251,15 @@ void fetch_outputs(AgentActor* self, std::vector<std::string> ids, std::function
           });
 }
 
-void render_and_turn(AgentActor* self, const workflows::Template& tmpl) {
+void render_and_turn(AgentSelf self, const workflows::Template& tmpl) {
   if (auto missing = missing_outputs(self->state, tmpl); !missing.empty())
-    return fetch_outputs(self, std::move(missing), [&tmpl](AgentActor* self) { render_and_turn(self, tmpl); });
+    return fetch_outputs(self, std::move(missing), [&tmpl](AgentSelf self) { render_and_turn(self, tmpl); });
   auto text = render(self, tmpl);
   if (!text) return finish(self, "failed", "agent '" + self->state.plan->id + "': " + text.error().message);
   turn(self, *text);
 }
 
-std::vector<std::int32_t> prefix_ids(AgentActor* self) {
+std::vector<std::int32_t> prefix_ids(AgentSelf self) {
   auto& s = self->state;
   if (prefix_text(s).empty() || s.plan->layout == workflows::Layout::task_first) return {};
   if (s.conv) return s.conv->system_ids();
@@ -261,7 +268,7 @@ std::vector<std::int32_t> prefix_ids(AgentActor* self) {
   return c.system_ids();
 }
 
-void pin_prefix(AgentActor* self) {
+void pin_prefix(AgentSelf self) {
   auto& s = self->state;
   auto ids = prefix_ids(self);
   if (ids.empty()) return;
@@ -288,8 +295,8 @@ std::vector<std::string> missing_sources(const AgentState& s) {
   return out;
 }
 
-caf::actor spawn_owned(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
-                       std::shared_ptr<const workflows::AgentPlan> plan, caf::actor run, caf::actor parent);
+AgentActor spawn_owned(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
+                       std::shared_ptr<const workflows::AgentPlan> plan, RunActor run, ReportListener parent);
 
 // The children to spawn, in order: static ones point into the plan; each dynamic
 // template becomes its instances (owned by the child actors, which may outlive this one).
@@ -298,11 +305,11 @@ struct ChildPlan {
   std::shared_ptr<const workflows::AgentPlan> owned;
 };
 
-void spawn_children(AgentActor* self) {
+void spawn_children(AgentSelf self) {
   auto& s = self->state;
   s.stage = Stage::children;
   if (auto missing = missing_sources(s); !missing.empty())
-    return fetch_outputs(self, std::move(missing), [](AgentActor* self) { spawn_children(self); });
+    return fetch_outputs(self, std::move(missing), [](AgentSelf self) { spawn_children(self); });
   std::vector<ChildPlan> plans;
   for (const auto& child : s.plan->children) {
     if (!child.dynamic) {
@@ -315,7 +322,7 @@ void spawn_children(AgentActor* self) {
     for (auto& a : *instances) plans.push_back({nullptr, std::make_shared<const workflows::AgentPlan>(std::move(a))});
   }
   if (!plans.empty()) pin_prefix(self);  // sent before the children exist, so it reaches the cache first
-  auto me = caf::actor_cast<caf::actor>(self);
+  const ReportListener me{self};
   for (auto& c : plans) {
     s.child_ids.push_back(c.owned ? c.owned->id : c.plan->id);
     s.children.push_back(c.owned ? spawn_owned(self, s.env, std::move(c.owned), s.run, me)
@@ -325,17 +332,17 @@ void spawn_children(AgentActor* self) {
   if (plans.empty()) advance(self);  // an empty dynamic fan-out: on to the fan_in
 }
 
-void warm_prefix(AgentActor* self) {
+void warm_prefix(AgentSelf self) {
   auto& s = self->state;
   s.stage = Stage::warm;
   SeqRequest prefill_only;
   prefill_only.prompt = prefix_ids(self);
   prefill_only.sampling.max_tokens = 0;
-  send_request(self, std::move(prefill_only), [](AgentActor* self, SeqResult&) { spawn_children(self); });
+  send_request(self, std::move(prefill_only), [](AgentSelf self, SeqResult&) { spawn_children(self); });
 }
 
 // Moves to the next step of the execution contract after a finished turn.
-void advance(AgentActor* self) {
+void advance(AgentSelf self) {
   auto& s = self->state;
   if (s.stage == Stage::turn0 && !s.plan->children.empty()) return spawn_children(self);
   if (s.stage == Stage::children && s.plan->fan_in) {
@@ -347,7 +354,7 @@ void advance(AgentActor* self) {
   finish(self, "ok", "");
 }
 
-void on_deadline(AgentActor* self, int attempt) {
+void on_deadline(AgentSelf self, int attempt) {
   auto& s = self->state;
   if (s.finished || attempt != s.attempt) return;
   attempt_failed(self, "timed out after " + std::to_string(s.plan->timeout_ms) + " ms", true);
@@ -357,14 +364,14 @@ void on_deadline(AgentActor* self, int attempt) {
 // request timeout fires after timeout_ms. Not a delayed_send: its pending message would
 // keep a stopped agent's actor alive until it is due (timeout_ms, 120 s by default),
 // kilobytes per agent; a request timeout is dropped as soon as the actor stops.
-void arm_deadline(AgentActor* self) {
+void arm_deadline(AgentSelf self) {
   const int attempt = self->state.attempt;
-  self->request(caf::actor_cast<caf::actor>(self), std::chrono::milliseconds(self->state.plan->timeout_ms),
+  self->request(AgentActorImpl{self}, std::chrono::milliseconds(self->state.plan->timeout_ms),
                 timeout_atom::value, attempt)
       .then([] {}, [self, attempt](caf::error&) { on_deadline(self, attempt); });
 }
 
-void begin_attempt(AgentActor* self) {
+void begin_attempt(AgentSelf self) {
   auto& s = self->state;
   ++s.attempt;
   s.stage = Stage::turn0;
@@ -376,14 +383,20 @@ void begin_attempt(AgentActor* self) {
   s.tools.reset();
   if (!s.plan->tools.empty())
     s.tools = std::make_unique<ToolLoop>(
-        self, *s.env, *s.plan, s.report,
+        ToolDoneListener{self}, *s.env, *s.plan, s.report,
         [self](SeqRequest req, ToolLoop::Then then) {
-          send_request(self, std::move(req), [then = std::move(then)](AgentActor*, SeqResult& r) { then(r); });
+          send_request(self, std::move(req), [then = std::move(then)](AgentSelf, SeqResult& r) { then(r); });
         },
         [self](const std::string& reason) { attempt_failed(self, reason, false); },
         [self](ToolEvent e) {
           e.agent_id = self->state.plan->id;
           self->send(self->state.run, std::move(e));
+        },
+        // A request to itself that is never answered: its timeout is the tool's
+        // deadline (dropped when the actor stops, unlike a delayed message).
+        [self](std::uint64_t call_id, std::chrono::milliseconds timeout, std::function<void()> passed) {
+          self->request(AgentActorImpl{self}, timeout, tool_atom::value, call_id)
+              .then([] {}, [passed = std::move(passed)](caf::error&) { passed(); });
         });
   arm_deadline(self);
   const auto& faults = s.env->faults;
@@ -397,10 +410,11 @@ void begin_attempt(AgentActor* self) {
   spawn_children(self);
 }
 
-void on_child_report(AgentActor* self, AgentReport& r) {
+void on_child_report(AgentSelf self, AgentReport& r) {
   auto& s = self->state;
-  auto sender = caf::actor_cast<caf::actor>(self->current_sender());
-  auto it = std::find(s.children.begin(), s.children.end(), sender);
+  const auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  auto it = std::find_if(s.children.begin(), s.children.end(),
+                         [&](const AgentActor& child) { return child.address() == sender; });
   if (s.finished || it == s.children.end()) return;  // a stale child of an earlier attempt
   s.children.erase(it);
   --s.children_pending;
@@ -416,9 +430,9 @@ void on_child_report(AgentActor* self, AgentReport& r) {
   advance(self);
 }
 
-caf::behavior agent_actor(AgentActor* self, std::shared_ptr<const RunEnv> env,
-                          const workflows::AgentPlan* plan, caf::actor run, caf::actor parent,
-                          std::shared_ptr<const workflows::AgentPlan> owned) {
+AgentActorImpl::behavior_type agent_actor(AgentSelf self, std::shared_ptr<const RunEnv> env,
+                                          const workflows::AgentPlan* plan, RunActor run, ReportListener parent,
+                                          std::shared_ptr<const workflows::AgentPlan> owned) {
   auto& s = self->state;
   s.env = std::move(env);
   s.plan = plan;
@@ -473,15 +487,15 @@ caf::behavior agent_actor(AgentActor* self, std::shared_ptr<const RunEnv> env,
 
 }  // namespace
 
-caf::actor spawn_agent(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
-                       const workflows::AgentPlan* plan, caf::actor run, caf::actor parent) {
+AgentActor spawn_agent(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
+                       const workflows::AgentPlan* plan, RunActor run, ReportListener parent) {
   return spawner->spawn<caf::monitored>(agent_actor, std::move(env), plan, std::move(run), std::move(parent),
                                        std::shared_ptr<const workflows::AgentPlan>());
 }
 
 namespace {
-caf::actor spawn_owned(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
-                       std::shared_ptr<const workflows::AgentPlan> plan, caf::actor run, caf::actor parent) {
+AgentActor spawn_owned(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
+                       std::shared_ptr<const workflows::AgentPlan> plan, RunActor run, ReportListener parent) {
   const workflows::AgentPlan* p = plan.get();
   return spawner->spawn<caf::monitored>(agent_actor, std::move(env), p, std::move(run), std::move(parent),
                                        std::move(plan));

@@ -28,8 +28,9 @@
 
 namespace arbor::actors {
 
-// `parent` is null for a root agent; `plan` points into env->plan.
-caf::actor spawn_agent(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
-                       const workflows::AgentPlan* plan, caf::actor run, caf::actor parent);
+// `parent` is null for a root agent; `plan` points into env->plan. Messages: the
+// AgentActor interface (actors/interfaces.hpp).
+AgentActor spawn_agent(caf::local_actor* spawner, std::shared_ptr<const RunEnv> env,
+                       const workflows::AgentPlan* plan, RunActor run, ReportListener parent);
 
 }  // namespace arbor::actors

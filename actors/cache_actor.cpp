@@ -16,20 +16,24 @@ struct CacheState {
   std::optional<std::chrono::steady_clock::time_point> expiry_armed;
 };
 
-using CacheActor = caf::stateful_actor<CacheState>;
+// The interface plus the actor's own timers, which it sends itself: one step per
+// (step_atom), and (expire_atom), a request never answered whose timeout is the next
+// tool pin's expiry. spawn_cache_actor hands out only the CacheActor part.
+using CacheActorImpl = CacheActor::extend<caf::reacts_to<step_atom>, caf::reacts_to<expire_atom>>;
+using CacheSelf = CacheActorImpl::stateful_pointer<CacheState>;
 
 // The id of the message's sender, monitored from now on: when it stops, whatever it left
 // (queued or live requests, pins) is cancelled. 0 for an anonymous sender.
-std::uint64_t monitored_sender(CacheActor* self) {
+std::uint64_t monitored_sender(CacheSelf self) {
   auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
   if (!sender) return 0;
   if (self->state.monitored.insert(sender).second) self->monitor(sender);
   return sender.id();
 }
 
-void arm_pin_expiry(CacheActor* self);
+void arm_pin_expiry(CacheSelf self);
 
-void schedule_step(CacheActor* self) {
+void schedule_step(CacheSelf self) {
   arm_pin_expiry(self);
   if (self->state.step_pending || !self->state.batch->has_work()) return;
   self->state.step_pending = true;
@@ -39,13 +43,13 @@ void schedule_step(CacheActor* self) {
 // Tool pins expire on time even when no step runs: a request to itself that is never
 // answered times out at the earliest TTL (as the agents' deadlines do; unlike a delayed
 // message it is dropped when the actor stops), then expired pins are dropped.
-void arm_pin_expiry(CacheActor* self) {
+void arm_pin_expiry(CacheSelf self) {
   auto& s = self->state;
   const auto next = s.batch->next_pin_expiry();
   if (!next || (s.expiry_armed && *s.expiry_armed <= *next)) return;
   s.expiry_armed = *next;
   const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*next - std::chrono::steady_clock::now());
-  self->request(caf::actor_cast<caf::actor>(self), std::max(delay, std::chrono::milliseconds(1)), expire_atom::value)
+  self->request(CacheActorImpl{self}, std::max(delay, std::chrono::milliseconds(1)), expire_atom::value)
       .then([] {}, [self, at = *next](caf::error&) {
         auto& st = self->state;
         if (st.expiry_armed == at) st.expiry_armed.reset();
@@ -54,7 +58,7 @@ void arm_pin_expiry(CacheActor* self) {
       });
 }
 
-caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<BatchEngine>> boxed) {
+CacheActorImpl::behavior_type cache_actor(CacheSelf self, std::shared_ptr<std::unique_ptr<BatchEngine>> boxed) {
   self->state.batch = std::move(*boxed);
   self->set_down_handler([self](caf::down_msg& dm) {
     self->state.monitored.erase(dm.source);
@@ -67,7 +71,7 @@ caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<Batc
         const std::uint64_t owner = monitored_sender(self);
         BatchEngine::TokenFn on_token;
         if (req.listener) {
-          caf::actor listener = req.listener;
+          TokenListener listener = req.listener;
           on_token = [self, listener](const TokenEvent& ev) { self->send(listener, ev); };
         }
         self->state.batch->submit(std::move(req), owner, std::move(on_token),
@@ -103,11 +107,11 @@ caf::behavior cache_actor(CacheActor* self, std::shared_ptr<std::unique_ptr<Batc
 
 }  // namespace
 
-Result<caf::actor> spawn_cache_actor(caf::actor_system& system, BatchEngineConfig config) {
+Result<CacheActor> spawn_cache_actor(caf::actor_system& system, BatchEngineConfig config) {
   auto batch = BatchEngine::create(std::move(config));
   if (!batch) return std::unexpected(batch.error());
   auto boxed = std::make_shared<std::unique_ptr<BatchEngine>>(std::move(*batch));
-  return system.spawn<caf::detached>(cache_actor, boxed);
+  return CacheActor{system.spawn<caf::detached>(cache_actor, boxed)};
 }
 
 }  // namespace arbor::actors

@@ -1,12 +1,9 @@
 // The cache actor: one per model. The only owner of the BatchEngine, and through it of
 // cache::PrefixCache (its PagePool, radix trees, pins) and model::Engine.
 //
-// Messages (see messages.hpp):
-//   SeqRequest -> SeqResult (deferred: delivered when the sequence finishes, fails or
-//       is cancelled); TokenEvent to the request's listener while it decodes.
-//   CancelRequest, CancelRun, UnpinRequest: no reply.
-//   PinRequest / PriorityRequest -> PinReply; TreeRequest -> TreeReply;
-//   (get_atom, stats_atom) -> CacheSnapshot.
+// Messages: the CacheActor interface (actors/interfaces.hpp). SeqRequest -> SeqResult is
+// deferred (delivered when the sequence finishes, fails or is cancelled), with
+// TokenEvent to the request's listener while it decodes.
 // It drives itself with (step_atom) messages while work exists, one Engine::forward per
 // step, so every other message interleaves between steps. It monitors each requester
 // and cancels a requester's sequences and drops its pins when it dies (no leaked page
@@ -17,11 +14,12 @@
 #include <caf/all.hpp>
 
 #include "actors/batch_engine.hpp"
+#include "actors/interfaces.hpp"
 #include "common/result.hpp"
 
 namespace arbor::actors {
 
 // Builds the BatchEngine (model engine + cache) and spawns the actor; errors from the config.
-Result<caf::actor> spawn_cache_actor(caf::actor_system& system, BatchEngineConfig config);
+Result<CacheActor> spawn_cache_actor(caf::actor_system& system, BatchEngineConfig config);
 
 }  // namespace arbor::actors

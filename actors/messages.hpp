@@ -1,19 +1,8 @@
 // Every message the actors exchange: one plain struct per message, each with a CAF
 // 0.17 inspector (CAF 0.17 manual, "Type Inspection") and registered in
 // actors/config.hpp, so each may cross a node boundary. Errors travel as values inside
-// the replies (ok / error_code / error), never as exceptions.
-//
-// Who sends what:
-//   agent/runtime -> cache actor: SeqRequest (reply SeqResult), CancelRequest,
-//       CancelRun, PinRequest (reply PinReply), UnpinRequest, PriorityRequest
-//       (reply PinReply), TreeRequest (reply TreeReply), (get_atom, stats_atom)
-//       (reply CacheSnapshot), (get_atom, audit_atom) (reply the invariant violation,
-//       "" = clean); an agent's SeqRequest and CancelRequest go through its
-//       run actor, which forwards them (backpressure, run_actor.hpp)
-//   cache actor -> a request's listener: TokenEvent (streaming)
-//   agent -> run actor: AgentStarted, AgentReport, DepsRequest (reply DepsReply),
-//       SeqRequest (reply SeqResult), CancelRequest
-//   agent -> parent agent: AgentReport
+// the replies (ok / error_code / error), never as exceptions. Who takes which message,
+// and what it answers, is declared as typed actor interfaces in actors/interfaces.hpp.
 #pragma once
 
 #include <caf/all.hpp>
@@ -68,6 +57,22 @@ using start_atom = caf::atom_constant<caf::atom("start")>;
 using tool_atom = caf::atom_constant<caf::atom("tool")>;
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
 
+struct TokenEvent {
+  std::uint64_t request_id = 0;
+  std::string tag;
+  std::int32_t token = -1;
+  std::string text;  // bytes now safe to show (never half a UTF-8 char or stop string)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
+  return f(caf::meta::type_name("TokenEvent"), x.request_id, x.tag, x.token, x.text);
+}
+
+// Who receives a request's token pieces (SeqRequest::listener): a typed handle, so the
+// cache actor can only stream to an actor that takes TokenEvent.
+using TokenListener = caf::typed_actor<caf::reacts_to<TokenEvent>>;
+
 // One sequence: prefill `prompt` in `tenant`'s namespace, then generate.
 struct SeqRequest {
   std::uint64_t request_id = 0;  // unique per runtime (next_request_id()); cancel uses it
@@ -83,7 +88,7 @@ struct SeqRequest {
   // cannot enforce fails the request at submit (invalid_argument naming the keyword's
   // JSON pointer).
   std::string json_schema;
-  caf::actor listener;  // receives TokenEvent per decoded piece; null = no streaming
+  TokenListener listener;  // receives TokenEvent per decoded piece; null = no streaming
   // Tool pins (actors/tool_loop.hpp): pin_ttl_ms > 0 keeps the history this request
   // computed (prompt + generated, full pages) pinned for that long after it finishes
   // ("stop" or "length"), so eviction skips it while a tool runs; SeqResult::pin_id
@@ -121,18 +126,6 @@ typename Inspector::result_type inspect(Inspector& f, SeqResult& x) {
   return f(caf::meta::type_name("SeqResult"), x.request_id, x.ok, x.error_code, x.error, x.tokens,
            x.text, x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens,
            x.ttft_ms, x.prefill_ms, x.decode_ms, x.queue_ms, x.finish_reason, x.json, x.pin_id);
-}
-
-struct TokenEvent {
-  std::uint64_t request_id = 0;
-  std::string tag;
-  std::int32_t token = -1;
-  std::string text;  // bytes now safe to show (never half a UTF-8 char or stop string)
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, TokenEvent& x) {
-  return f(caf::meta::type_name("TokenEvent"), x.request_id, x.tag, x.token, x.text);
 }
 
 struct CancelRequest {

@@ -13,14 +13,14 @@ using Clock = std::chrono::steady_clock;
 
 struct Waiter {
   std::vector<std::string> ids;
-  caf::response_promise promise;
+  caf::typed_response_promise<DepsReply> promise;
 };
 
 // The run's sequence requests on their way to the cache actor (see backpressure above).
 struct Outbox {
   struct Waiting {
     SeqRequest request;
-    caf::response_promise promise;
+    caf::typed_response_promise<SeqResult> promise;
   };
   std::deque<Waiting> waiting;
   std::size_t at_cache = 0;  // sent, not yet answered
@@ -30,7 +30,7 @@ struct RunState {
   std::shared_ptr<const RunEnv> env;
   std::shared_ptr<RunSink> sink;
   Clock::time_point start;
-  std::vector<caf::actor> roots;
+  std::vector<AgentActor> roots;
   std::set<std::string> root_ids;
   std::map<caf::actor_addr, std::string> root_of;
   std::size_t roots_done = 0;
@@ -41,7 +41,7 @@ struct RunState {
   std::string first_error;
 };
 
-using RunActor = caf::stateful_actor<RunState>;
+using RunSelf = RunActor::stateful_pointer<RunState>;
 
 // nullopt while some id is still running.
 std::optional<DepsReply> resolve(const RunState& s, const std::vector<std::string>& ids) {
@@ -61,7 +61,7 @@ std::optional<DepsReply> resolve(const RunState& s, const std::vector<std::strin
   return reply;
 }
 
-void answer_waiters(RunActor* self) {
+void answer_waiters(RunSelf self) {
   auto& s = self->state;
   std::erase_if(s.waiters, [&](Waiter& w) {
     auto r = resolve(s, w.ids);
@@ -79,7 +79,7 @@ SeqResult cancelled_result(std::uint64_t request_id) {
 }
 
 // Sends waiting requests while the run has room at the cache actor.
-void dispatch(RunActor* self) {
+void dispatch(RunSelf self) {
   auto& s = self->state;
   auto& out = s.outbox;
   while (!s.finalizing && !out.waiting.empty() && out.at_cache < s.env->max_requests_at_cache) {
@@ -103,7 +103,7 @@ void dispatch(RunActor* self) {
   }
 }
 
-caf::result<SeqResult> on_request(RunActor* self, SeqRequest& req) {
+caf::result<SeqResult> on_request(RunSelf self, SeqRequest& req) {
   auto& s = self->state;
   if (s.finalizing) {
     SeqResult r = cancelled_result(req.request_id);
@@ -118,7 +118,7 @@ caf::result<SeqResult> on_request(RunActor* self, SeqRequest& req) {
   return rp;
 }
 
-void on_cancel(RunActor* self, const CancelRequest& c) {
+void on_cancel(RunSelf self, const CancelRequest& c) {
   auto& waiting = self->state.outbox.waiting;
   auto it = std::find_if(waiting.begin(), waiting.end(),
                          [&](const Outbox::Waiting& w) { return w.request.request_id == c.request_id; });
@@ -127,7 +127,7 @@ void on_cancel(RunActor* self, const CancelRequest& c) {
   waiting.erase(it);
 }
 
-void finalize(RunActor* self, const std::string& status, const std::string& error) {
+void finalize(RunSelf self, const std::string& status, const std::string& error) {
   auto& s = self->state;
   if (s.finalizing) return;
   s.finalizing = true;
@@ -149,7 +149,7 @@ void finalize(RunActor* self, const std::string& status, const std::string& erro
       .then([done](CacheSnapshot& snap) { done(snap); }, [done](caf::error&) { done(CacheSnapshot{}); });
 }
 
-void on_report(RunActor* self, AgentReport& r) {
+void on_report(RunSelf self, AgentReport& r) {
   auto& s = self->state;
   if (s.finalizing) return;
   s.reports[r.id] = r;
@@ -167,7 +167,7 @@ void on_report(RunActor* self, AgentReport& r) {
       });
 }
 
-caf::behavior run_actor(RunActor* self, std::shared_ptr<RunEnv> env, std::shared_ptr<RunSink> sink) {
+RunActor::behavior_type run_actor(RunSelf self, std::shared_ptr<RunEnv> env, std::shared_ptr<RunSink> sink) {
   auto& s = self->state;
   s.env = env;
   s.sink = std::move(sink);
@@ -187,7 +187,7 @@ caf::behavior run_actor(RunActor* self, std::shared_ptr<RunEnv> env, std::shared
         if (st.env->plan->agents.empty()) return finalize(self, "ok", "");
         for (const auto& plan : st.env->plan->agents) {
           st.root_ids.insert(plan.id);
-          st.roots.push_back(spawn_agent(self, st.env, &plan, caf::actor_cast<caf::actor>(self), caf::actor()));
+          st.roots.push_back(spawn_agent(self, st.env, &plan, RunActor{self}, ReportListener()));
           st.root_of[st.roots.back().address()] = plan.id;
         }
       },
@@ -221,8 +221,8 @@ caf::behavior run_actor(RunActor* self, std::shared_ptr<RunEnv> env, std::shared
 
 }  // namespace
 
-caf::actor spawn_run_actor(caf::actor_system& system, std::shared_ptr<RunEnv> env,
-                           std::shared_ptr<RunSink> sink) {
+RunActor spawn_run_actor(caf::actor_system& system, std::shared_ptr<RunEnv> env,
+                         std::shared_ptr<RunSink> sink) {
   return system.spawn(run_actor, std::move(env), std::move(sink));
 }
 

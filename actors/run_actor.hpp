@@ -3,9 +3,7 @@
 // every AgentReport; supports cancel. When the run ends (every root reported, a root
 // failed, or cancel) it stops what is left, sends CancelRun to the cache actor (so no
 // request or pin of the run survives it), takes a cache snapshot, tells the sink, and
-// quits. Messages: (start_atom) once, (cancel_atom), AgentStarted, AgentReport,
-// TokenEvent, ToolEvent, DepsRequest -> DepsReply, and its agents' SeqRequest -> SeqResult and
-// CancelRequest.
+// quits. Messages: the RunActor interface (actors/interfaces.hpp).
 //
 // Backpressure: agents send their sequence requests to the run actor, never to the cache
 // actor directly. At most env->max_requests_at_cache of them are at the cache actor at
@@ -20,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/interfaces.hpp"
 #include "actors/messages.hpp"
 #include "actors/run_env.hpp"
 
@@ -49,7 +48,7 @@ class RunSink {
 };
 
 // Spawns the run actor; send it (start_atom) to begin.
-caf::actor spawn_run_actor(caf::actor_system& system, std::shared_ptr<RunEnv> env,
-                           std::shared_ptr<RunSink> sink);
+RunActor spawn_run_actor(caf::actor_system& system, std::shared_ptr<RunEnv> env,
+                         std::shared_ptr<RunSink> sink);
 
 }  // namespace arbor::actors

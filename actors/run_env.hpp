@@ -11,6 +11,7 @@
 
 #include "model/chat_template.hpp"
 #include "model/model.hpp"
+#include "actors/interfaces.hpp"
 #include "actors/tool_runner.hpp"
 #include "workflows/plan.hpp"
 #include "workflows/tools.hpp"
@@ -30,7 +31,7 @@ struct RunEnv {
   std::shared_ptr<const workflows::Plan> plan;
   std::shared_ptr<const model::Model> model;
   std::shared_ptr<const model::ChatTemplate> chat;
-  caf::actor cache;
+  CacheActor cache;
   std::string run_id;
   std::string tenant;
   bool stream_tokens = false;  // token events are wanted (someone listens)

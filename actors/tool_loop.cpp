@@ -25,15 +25,16 @@ std::string cut_result(std::string text) {
 
 }  // namespace
 
-ToolLoop::ToolLoop(caf::event_based_actor* self, const RunEnv& env, const workflows::AgentPlan& plan,
-                   AgentReport& report, Send send, Fail fail, Notify notify)
-    : self_(self),
+ToolLoop::ToolLoop(ToolDoneListener agent, const RunEnv& env, const workflows::AgentPlan& plan,
+                   AgentReport& report, Send send, Fail fail, Notify notify, Deadline deadline)
+    : agent_(std::move(agent)),
       env_(env),
       plan_(plan),
       report_(report),
       send_(std::move(send)),
       fail_(std::move(fail)),
-      notify_(std::move(notify)) {
+      notify_(std::move(notify)),
+      deadline_(std::move(deadline)) {
   for (const auto& name : plan.tools)
     if (const auto* tool = env.tools ? env.tools->find(name) : nullptr) signatures_.push_back(tool->signature);
   system_text_ = model::tools_system_text(signatures_);
@@ -127,13 +128,10 @@ void ToolLoop::on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::st
   call_id_ = next_request_id();
   call_start_ = Clock::now();
   const std::uint64_t id = call_id_;
-  env_.tool_runner->run(*tool, std::move(parsed->arguments), env_.tool_context, caf::actor_cast<caf::actor>(self_), id);
-  // A request to itself that is never answered: its timeout is the tool's deadline
-  // (dropped when the actor stops, unlike a delayed message).
-  self_->request(caf::actor_cast<caf::actor>(self_), std::chrono::milliseconds(plan_.tool_timeout_ms), tool_atom::value, id)
-      .then([] {}, [this, alive = std::weak_ptr<int>(alive_), id](caf::error&) {
-        if (!alive.expired()) on_timeout(id);
-      });
+  env_.tool_runner->run(*tool, std::move(parsed->arguments), env_.tool_context, agent_, id);
+  deadline_(id, std::chrono::milliseconds(plan_.tool_timeout_ms), [this, alive = std::weak_ptr<int>(alive_), id] {
+    if (!alive.expired()) on_timeout(id);
+  });
 }
 
 void ToolLoop::on_done(ToolDone& done) {

@@ -61,9 +61,16 @@ class ToolLoop {
   using Fail = std::function<void(const std::string& reason)>;
   // Tells the run about a call and its result (ToolEvent; the agent fills in its id).
   using Notify = std::function<void(ToolEvent event)>;
+  // Sets a tool call's deadline: `passed` runs on the agent's thread once `timeout` has
+  // passed (the agent's (tool_atom, call_id) request to itself, never answered).
+  // (The loop cannot make that request itself: CAF 0.17.6's typed_actor_pointer, the
+  // view of a typed actor it could hold, does not compile request().)
+  using Deadline = std::function<void(std::uint64_t call_id, std::chrono::milliseconds timeout,
+                                      std::function<void()> passed)>;
 
-  ToolLoop(caf::event_based_actor* self, const RunEnv& env, const workflows::AgentPlan& plan, AgentReport& report,
-           Send send, Fail fail, Notify notify);
+  // `agent` receives the handlers' ToolDone (the agent passes each to on_done).
+  ToolLoop(ToolDoneListener agent, const RunEnv& env, const workflows::AgentPlan& plan, AgentReport& report,
+           Send send, Fail fail, Notify notify, Deadline deadline);
   ~ToolLoop();
   ToolLoop(const ToolLoop&) = delete;
   ToolLoop& operator=(const ToolLoop&) = delete;
@@ -87,13 +94,14 @@ class ToolLoop {
   void finish_call(const std::string& status, std::string text, double ms);
   void final_round();
 
-  caf::event_based_actor* self_;
+  ToolDoneListener agent_;
   const RunEnv& env_;
   const workflows::AgentPlan& plan_;
   AgentReport& report_;
   Send send_;
   Fail fail_;
   Notify notify_;
+  Deadline deadline_;
   std::vector<model::ToolSignature> signatures_;
   std::string system_text_, call_schema_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // guards callbacks that outlive this loop

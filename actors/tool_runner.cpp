@@ -35,7 +35,7 @@ ToolDone call(const workflows::ToolHandler& handler, const model::Json& argument
 }  // namespace
 
 void ToolRunner::run(const workflows::Tool& tool, model::Json arguments, workflows::ToolContext context,
-                     caf::actor agent, std::uint64_t call_id) {
+                     ToolDoneListener agent, std::uint64_t call_id) {
   {
     std::lock_guard lock(shared_->mu);
     if (!shared_->alive) return;

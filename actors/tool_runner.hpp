@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 
+#include "actors/interfaces.hpp"
 #include "workflows/tools.hpp"
 
 namespace arbor::actors {
@@ -29,7 +30,7 @@ class ToolRunner {
   // Runs tool.handler(arguments, context) on a new thread and sends
   // ToolDone{call_id, ...} to `agent` when it returns (unless forgotten or shut down).
   // A handler that throws, or returns text that is not valid UTF-8, gives ok = false.
-  void run(const workflows::Tool& tool, model::Json arguments, workflows::ToolContext context, caf::actor agent,
+  void run(const workflows::Tool& tool, model::Json arguments, workflows::ToolContext context, ToolDoneListener agent,
            std::uint64_t call_id);
   // The caller no longer wants this call's result (it timed out or the agent ended).
   void forget(std::uint64_t call_id);
@@ -39,7 +40,7 @@ class ToolRunner {
   struct Shared {
     std::mutex mu;
     bool alive = true;
-    std::map<std::uint64_t, caf::actor> waiting;  // call id -> agent; cleared by shutdown
+    std::map<std::uint64_t, ToolDoneListener> waiting;  // call id -> agent; cleared by shutdown
   };
   std::shared_ptr<Shared> shared_;
 };

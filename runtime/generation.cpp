@@ -14,8 +14,8 @@ using actors::SeqRequest;
 using actors::SeqResult;
 
 struct Flow {
-  caf::event_based_actor* self;
-  caf::actor cache;
+  actors::TokenListener::pointer self;
+  actors::CacheActor cache;
   SeqRequest req;  // the free request: the conversation's prompt
   std::shared_ptr<GenerationHandle::State> state;
   std::shared_ptr<const model::Model> model;
@@ -107,7 +107,7 @@ void call_step(const FlowPtr& f, actors::CallHead head, std::optional<SeqResult>
 
 void free_step(const FlowPtr& f) {
   SeqRequest req = f->req;
-  if (f->state->on_token) req.listener = caf::actor_cast<caf::actor>(f->self);
+  if (f->state->on_token) req.listener = actors::TokenListener{f->self};
   if (f->tools) req.sampling.stop.emplace_back(model::kToolCallOpen);
   send(f, std::move(req), [f](SeqResult& r) {
     if (f->tools && !f->tools->none)
@@ -118,9 +118,11 @@ void free_step(const FlowPtr& f) {
 
 }  // namespace
 
-caf::behavior generation_actor(caf::event_based_actor* self, caf::actor cache, actors::SeqRequest req,
-                               std::shared_ptr<GenerationHandle::State> state,
-                               std::shared_ptr<const model::Model> model, std::optional<GenerationTools> tools) {
+actors::TokenListener::behavior_type generation_actor(actors::TokenListener::pointer self, actors::CacheActor cache,
+                                                      actors::SeqRequest req,
+                                                      std::shared_ptr<GenerationHandle::State> state,
+                                                      std::shared_ptr<const model::Model> model,
+                                                      std::optional<GenerationTools> tools) {
   auto f = std::make_shared<Flow>(Flow{self, std::move(cache), std::move(req), state, std::move(model), std::move(tools)});
   if (f->tools && f->tools->forced) {
     call_step(f, actors::forced_call_head(f->model->tokenizer()), std::nullopt);

@@ -154,7 +154,7 @@ RunResult RunHandle::snapshot() const {
 }
 
 void RunHandle::cancel() {
-  caf::actor run;
+  actors::RunActor run;
   {
     std::lock_guard lock(state_->mu);
     run = state_->run_actor;
@@ -201,7 +201,7 @@ GenerateResult GenerationHandle::wait() {
 }
 
 void GenerationHandle::cancel() {
-  caf::actor cache;
+  actors::CacheActor cache;
   std::uint64_t id = 0;
   {
     std::lock_guard lock(state_->mu);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "actors/config.hpp"
+#include "actors/interfaces.hpp"
 #include "actors/messages.hpp"
 #include "actors/run_actor.hpp"
 #include "actors/tool_runner.hpp"
@@ -41,7 +42,7 @@ struct RunHandle::State : actors::RunSink {
   // Instances of each dynamic fan-out template (for_each.output) seen so far (started or
   // reported), by template id: they are not in the plan, which holds the template only.
   std::map<std::string, std::set<std::size_t>> dynamic_instances;
-  caf::actor run_actor;  // reset when the run ends (no handle outlives the actor system)
+  actors::RunActor run_actor;  // reset when the run ends (no handle outlives the actor system)
   std::chrono::steady_clock::time_point start;
 
   void on_event(const actors::RunEvent& event) override;
@@ -58,7 +59,7 @@ struct GenerationHandle::State {
   bool finished = false;
   actors::SeqResult result;
   std::vector<ChatToolCall> tool_calls;  // with result: the call the model made
-  caf::actor cache;  // reset when done
+  actors::CacheActor cache;  // reset when done
   std::uint64_t request_id = 0;  // the request in flight (a tool call's second one replaces it)
   bool cancel_requested = false;  // set by cancel(): no further request is sent
   std::function<void(const std::string&)> on_token;
@@ -76,10 +77,13 @@ struct GenerationTools {
 };
 
 // The actor behind start_generate (runtime/generation.cpp): `req` is the conversation's
-// request; with `tools`, the call steps of actors/tool_call_steps.hpp follow it.
-caf::behavior generation_actor(caf::event_based_actor* self, caf::actor cache, actors::SeqRequest req,
-                               std::shared_ptr<GenerationHandle::State> state,
-                               std::shared_ptr<const model::Model> model, std::optional<GenerationTools> tools);
+// request; with `tools`, the call steps of actors/tool_call_steps.hpp follow it. It
+// takes only the token pieces of its request (a TokenListener).
+actors::TokenListener::behavior_type generation_actor(actors::TokenListener::pointer self, actors::CacheActor cache,
+                                                      actors::SeqRequest req,
+                                                      std::shared_ptr<GenerationHandle::State> state,
+                                                      std::shared_ptr<const model::Model> model,
+                                                      std::optional<GenerationTools> tools);
 
 struct Runtime::Impl {
   RuntimeConfig config;
@@ -89,7 +93,7 @@ struct Runtime::Impl {
   std::size_t kv_pool_bytes = 0;     // Runtime::kv_pool_bytes()
   std::unique_ptr<actors::ActorConfig> actor_config;  // outlives `system`
   std::unique_ptr<caf::actor_system> system;
-  caf::actor cache;
+  actors::CacheActor cache;
   std::mutex mu;
   std::vector<std::weak_ptr<RunHandle::State>> runs;
   std::vector<std::weak_ptr<GenerationHandle::State>> generations;

@@ -17,7 +17,7 @@ using testing::real_model;
 struct System {
   ActorConfig cfg;  // outlives the system
   caf::actor_system sys{cfg};
-  caf::actor cache;
+  CacheActor cache;
   System() {
     BatchEngineConfig c;
     c.model = real_model();
@@ -59,7 +59,7 @@ TEST(CacheActor, RepliesAndStreamsToTheListener) {
   System s;
   caf::scoped_actor self{s.sys};
   auto req = request(8);
-  req.listener = caf::actor_cast<caf::actor>(self);
+  req.listener = caf::actor_cast<TokenListener>(self);  // a scoped actor is dynamically typed
   SeqResult result;
   self->request(s.cache, caf::infinite, req)
       .receive([&](SeqResult& r) { result = r; }, [](caf::error&) { ADD_FAILURE(); });
@@ -79,7 +79,7 @@ TEST(CacheActor, RepliesAndStreamsToTheListener) {
 TEST(CacheActor, ARequesterThatDiesHasItsSequenceCancelled) {
   System s;
   auto req = request(2000 - 64);
-  caf::actor cache = s.cache;
+  CacheActor cache = s.cache;
   // Sends a long request, then quits at once without waiting for the reply.
   auto requester = s.sys.spawn([cache, req](caf::event_based_actor* self) {
     self->request(cache, caf::infinite, req).then([](SeqResult&) {});
