@@ -8,17 +8,6 @@ namespace {
 
 bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; }
 
-const char* kind_of(const JsonValue& v) {
-  switch (v.type()) {
-    case JsonValue::value_t::object: return "an object";
-    case JsonValue::value_t::array: return "an array";
-    case JsonValue::value_t::string: return "a string";
-    case JsonValue::value_t::boolean: return "a boolean";
-    case JsonValue::value_t::null: return "null";
-    default: return "a number";
-  }
-}
-
 std::string escape_pointer(const std::string& key) {
   std::string out;
   for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
@@ -193,13 +182,13 @@ std::expected<const JsonValue*, std::string> find_in(const JsonValue& doc, const
   for (const auto& st : path) {
     const std::string here = done.empty() ? "the document" : "'" + path_text(done).substr(done[0].index ? 0 : 1) + "'";
     if (st.index) {
-      if (!v->is_array()) return std::unexpected(here + " is " + kind_of(*v) + ", not an array");
+      if (!v->is_array()) return std::unexpected(here + " is " + json_kind(v->type()) + ", not an array");
       if (*st.index >= v->size())
         return std::unexpected("index " + std::to_string(*st.index) + " is past the end of " + here + " (" +
                                std::to_string(v->size()) + " element" + (v->size() == 1 ? "" : "s") + ")");
       v = &(*v)[*st.index];
     } else {
-      if (!v->is_object()) return std::unexpected(here + " is " + kind_of(*v) + ", not an object");
+      if (!v->is_object()) return std::unexpected(here + " is " + json_kind(v->type()) + ", not an object");
       auto it = v->find(st.key);
       if (it == v->end()) return std::unexpected(here + " has no property '" + st.key + "'");
       v = &*it;
@@ -245,6 +234,19 @@ std::string not_a_list(const JsonValue& schema, const JsonPath& path) {
 std::string render_json_value(const JsonValue& value) {
   if (value.is_string()) return value.get<std::string>();
   return value.dump(-1, ' ', false, JsonValue::error_handler_t::replace);
+}
+
+const char* json_kind(nlohmann::json::value_t type, Numbers numbers) {
+  using T = nlohmann::json::value_t;
+  switch (type) {
+    case T::object: return "an object";
+    case T::array: return "an array";
+    case T::string: return "a string";
+    case T::boolean: return "a boolean";
+    case T::null: return "null";
+    case T::number_float: return "a number";
+    default: return numbers == Numbers::split ? "an integer" : "a number";
+  }
 }
 
 }  // namespace arbor::workflows

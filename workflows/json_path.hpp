@@ -58,4 +58,10 @@ std::string not_a_list(const JsonValue& schema, const JsonPath& path);
 // The rendering rule above.
 std::string render_json_value(const JsonValue& value);
 
+// How error messages name a JSON value's kind: "an object", "an array", "a string",
+// "a boolean", "null" or "a number"; with Numbers::split, an integer is "an integer"
+// (a float stays "a number"). One value_t serves json and ordered_json.
+enum class Numbers { one, split };
+const char* json_kind(nlohmann::json::value_t type, Numbers numbers = Numbers::one);
+
 }  // namespace arbor::workflows

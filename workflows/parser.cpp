@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "workflows/json_path.hpp"
 #include "workflows/plan.hpp"
 #include "workflows/suggest.hpp"
 
@@ -21,18 +22,6 @@ void report(Diagnostics& diag, const PositionIndex& index, const std::string& po
 }
 
 namespace {
-
-const char* type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::null: return "null";
-    case json::value_t::number_float: return "a number";
-    default: return "an integer";
-  }
-}
 
 bool valid_id(const std::string& s, bool allow_dash) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -54,7 +43,7 @@ class Reader {
   bool expect(const json& v, json::value_t t, const char* what, const std::string& pointer) {
     bool ok = v.type() == t || (t == json::value_t::number_float && v.is_number()) ||
               (t == json::value_t::number_integer && v.is_number_integer());
-    if (!ok) error(pointer, std::string("expected ") + what + ", got " + type_name(v));
+    if (!ok) error(pointer, std::string("expected ") + what + ", got " + json_kind(v.type(), Numbers::split));
     return ok;
   }
 
@@ -196,13 +185,15 @@ void parse_inputs(Reader& r, const json& obj, WorkflowSpec& spec) {
       InputType inferred = d.is_string() ? InputType::string : d.is_number() ? InputType::number
                            : d.is_boolean() ? InputType::boolean : InputType::list;
       if (!(d.is_string() || d.is_number() || d.is_boolean() || d.is_array())) {
-        r.error(dp, std::string("expected a string, number, boolean or list default, got ") + type_name(d));
+        r.error(dp, std::string("expected a string, number, boolean or list default, got ") +
+                        json_kind(d.type(), Numbers::split));
         continue;
       }
       if (d.is_array())
         for (std::size_t i = 0; i < d.size(); ++i)
           if (!(d[i].is_string() || d[i].is_number()))
-            r.error(pointer_append(dp, i), std::string("list items must be strings or numbers, got ") + type_name(d[i]));
+            r.error(pointer_append(dp, i), std::string("list items must be strings or numbers, got ") +
+                                               json_kind(d[i].type(), Numbers::split));
       if (declared && *declared != inferred) {
         r.error(dp, "default does not match the declared type '" + decl["type"].get<std::string>() + "'");
         continue;
@@ -284,7 +275,8 @@ std::optional<ForEachSpec> parse_for_each(Reader& r, const json& v, const std::s
     return fe;
   }
   if (!v.is_array()) {
-    r.error(p, std::string("expected a list of items, {\"input\": \"NAME\"} or {\"output\": \"AGENT.PATH\"}, got ") + type_name(v));
+    r.error(p, std::string("expected a list of items, {\"input\": \"NAME\"} or {\"output\": \"AGENT.PATH\"}, got ") +
+                   json_kind(v.type(), Numbers::split));
     return std::nullopt;
   }
   if (v.empty()) {
@@ -294,7 +286,9 @@ std::optional<ForEachSpec> parse_for_each(Reader& r, const json& v, const std::s
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (v[i].is_string()) fe.items.push_back(v[i].get<std::string>());
     else if (v[i].is_number()) fe.items.push_back(v[i].dump());
-    else r.error(pointer_append(p, i), std::string("for_each items must be strings or numbers, got ") + type_name(v[i]));
+    else
+      r.error(pointer_append(p, i),
+              std::string("for_each items must be strings or numbers, got ") + json_kind(v[i].type(), Numbers::split));
   }
   return fe;
 }

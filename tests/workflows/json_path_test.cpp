@@ -87,5 +87,18 @@ TEST(JsonPath, SchemaAtNamesWhatIsWrongAndWhere) {
             "/properties/either/anyOf/0 has no property 'y' (properties: x)");
 }
 
+TEST(JsonPath, JsonKindNamesEachKindAndSplitsNumbersOnlyWhenAsked) {
+  const JsonValue values[] = {JsonValue::object(), JsonValue::array(), "s", true, nullptr, 1.5, 3, 3u};
+  const char* one[] = {"an object", "an array", "a string", "a boolean", "null", "a number", "a number", "a number"};
+  const char* split[] = {"an object", "an array", "a string", "a boolean", "null", "a number", "an integer",
+                         "an integer"};
+  for (std::size_t i = 0; i < std::size(values); ++i) {
+    EXPECT_STREQ(json_kind(values[i].type()), one[i]) << values[i].dump();
+    EXPECT_STREQ(json_kind(values[i].type(), Numbers::split), split[i]) << values[i].dump();
+  }
+  // find_in names kinds without the split: an integer is "a number" there.
+  EXPECT_EQ(find_in(JsonValue::parse(R"({"n": 3})"), path(".n[0]")).error(), "'n' is a number, not an array");
+}
+
 }  // namespace
 }  // namespace arbor::workflows
