@@ -48,7 +48,7 @@ int run_node(const NodeOptions& o) {
   {
     cluster::NetConfig net;
     caf::actor_system system{net};
-    auto node = cluster::spawn_node_actor(system, **runtime);
+    auto node = cluster::spawn_node_actor(system, **runtime, cluster::node_info(**runtime));
     auto port = system.middleman().publish(node, at->port, at->host.c_str(), true);
     if (!port) {
       caf::anon_send_exit(node, caf::exit_reason::user_shutdown);

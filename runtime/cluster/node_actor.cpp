@@ -1,82 +1,169 @@
 #include "runtime/cluster/node_actor.hpp"
 
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "runtime/cluster/wire.hpp"
 
 namespace arbor::cluster {
 namespace {
 
-using forget_atom = caf::atom_constant<caf::atom("nforget")>;
+using answer_atom = caf::atom_constant<caf::atom("nanswer")>;
 
-struct Live {
-  GenerationHandle handle;
-  caf::actor_addr requester;
+// Every call into the Runtime runs on this thread of the node's own, never on an actor
+// thread of the network system: a call made there (a scoped_actor for cache_stats, the
+// spawn of start_generate) left the Runtime's actor system unable to shut down.
+class Asker {
+ public:
+  Asker() : thread_([this] { loop(); }) {}
+  ~Asker() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  void post(std::function<void()> job) {
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    wake_.notify_one();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+// The generations in flight, by (requester, the requester's id): ids are the
+// router's, so two routers may use the same one. Shared by the actor's jobs on the
+// worker and the generations' callbacks (runtime threads).
+struct LiveTable {
+  std::mutex mu;
+  std::map<std::pair<caf::actor_addr, std::uint64_t>, GenerationHandle> live;
+
+  std::size_t size() {
+    std::lock_guard lock(mu);
+    return live.size();
+  }
+  void cancel_where(const std::function<bool(const std::pair<caf::actor_addr, std::uint64_t>&)>& match) {
+    std::vector<GenerationHandle> hit;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [key, handle] : live)
+        if (match(key)) hit.push_back(handle);
+    }
+    for (auto& h : hit) h.cancel();  // on_done removes them
+  }
 };
 
 struct NodeState {
   Runtime* runtime = nullptr;
-  // Generations in flight, by (requester, the requester's id): ids are the router's,
-  // so two routers may use the same one.
-  std::map<std::pair<caf::actor_addr, std::uint64_t>, Live> live;
+  std::string info;  // NodeInfo JSON, fixed at start
+  std::shared_ptr<LiveTable> table = std::make_shared<LiveTable>();
   std::map<caf::actor_addr, int> monitored;  // requesters watched for down messages
+  std::map<std::uint64_t, caf::response_promise> questions;  // stats asked, by question id
+  std::uint64_t next_question = 1;
+  std::unique_ptr<Asker> asker = std::make_unique<Asker>();  // last: joined first when the state goes
 };
 
-void start(caf::stateful_actor<NodeState>* self, std::uint64_t id, const std::string& text, const caf::actor& reply_to,
-           bool pieces) {
+// On the worker: starts the generation; its callbacks send to the requester.
+void start(Runtime& runtime, const std::shared_ptr<LiveTable>& table, std::uint64_t id, const std::string& text,
+           const caf::actor& reply_to, bool pieces) {
   auto request = request_from_wire(text);
   if (!request) return caf::anon_send(reply_to, node_done_atom::value, id, to_wire(Result<GenerateResult>(
                                                                                  std::unexpected(request.error()))));
-  const caf::actor me = caf::actor_cast<caf::actor>(self);
-  const caf::actor_addr from = reply_to.address();
-  auto handle = self->state.runtime->start_generate(
+  const auto key = std::make_pair(reply_to.address(), id);
+  auto finished = std::make_shared<bool>(false);  // guarded by table->mu
+  auto handle = runtime.start_generate(
       *request,
       pieces ? std::function<void(const std::string&)>([reply_to, id](const std::string& piece) {
         caf::anon_send(reply_to, node_piece_atom::value, id, piece);
       })
              : std::function<void(const std::string&)>{},
-      [reply_to, id, me, from](const Result<GenerateResult>& outcome) {
+      [reply_to, id, table, key, finished](const Result<GenerateResult>& outcome) {
+        {
+          std::lock_guard lock(table->mu);
+          *finished = true;
+          table->live.erase(key);
+        }
         caf::anon_send(reply_to, node_done_atom::value, id, to_wire(outcome));
-        caf::anon_send(me, forget_atom::value, from, id);
       });
   if (!handle)
     return caf::anon_send(reply_to, node_done_atom::value, id,
                           to_wire(Result<GenerateResult>(std::unexpected(handle.error()))));
-  // on_done may already have run: its forget message comes after this handler, so the
-  // entry never outlives the generation.
-  self->state.live.insert_or_assign({from, id}, Live{*handle, from});
-  if (self->state.monitored.emplace(from, 0).second) self->monitor(reply_to);
+  std::lock_guard lock(table->mu);
+  if (!*finished) table->live.insert_or_assign(key, *handle);  // on_done may have run already
 }
 
 }  // namespace
 
-caf::actor spawn_node_actor(caf::actor_system& system, Runtime& runtime) {
-  return system.spawn([&runtime](caf::stateful_actor<NodeState>* self) -> caf::behavior {
+NodeInfo node_info(const Runtime& runtime) {
+  return NodeInfo{runtime.model_name(), runtime.context_length(), std::size_t(runtime.config().page_size),
+                  std::size_t(runtime.cache_stats().pages_total)};
+}
+
+caf::actor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const NodeInfo& info) {
+  return system.spawn([&runtime, info = to_wire(info)](caf::stateful_actor<NodeState>* self) -> caf::behavior {
     self->state.runtime = &runtime;
+    self->state.info = info;
     self->set_down_handler([self](caf::down_msg& down) {
       self->state.monitored.erase(down.source);
-      for (auto& [key, live] : self->state.live)
-        if (live.requester == down.source) live.handle.cancel();  // on_done forgets them
+      self->state.asker->post([table = self->state.table, from = down.source] {
+        table->cancel_where([&](const auto& key) { return key.first == from; });
+      });
     });
     return {
-        [self](node_info_atom) -> std::string {
-          const auto& rt = *self->state.runtime;
-          const auto stats = rt.cache_stats();
-          return to_wire(NodeInfo{rt.model_name(), rt.context_length(), std::size_t(rt.config().page_size),
-                                  std::size_t(stats.pages_total)});
+        [self](node_info_atom) -> std::string { return self->state.info; },
+        [self](node_stats_atom) -> caf::result<std::string> {
+          const std::uint64_t question = self->state.next_question++;
+          self->state.questions.emplace(question, self->make_response_promise());
+          const caf::actor me = caf::actor_cast<caf::actor>(self);
+          self->state.asker->post([me, question, runtime = self->state.runtime, table = self->state.table] {
+            caf::anon_send(me, answer_atom::value, question, to_wire(NodeStats{runtime->cache_stats(), table->size()}));
+          });
+          return caf::delegated<std::string>();
         },
-        [self](node_stats_atom) -> std::string {
-          return to_wire(NodeStats{self->state.runtime->cache_stats(), self->state.live.size()});
+        [self](answer_atom, std::uint64_t question, std::string& text) {
+          auto it = self->state.questions.find(question);
+          if (it == self->state.questions.end()) return;
+          it->second.deliver(std::move(text));
+          self->state.questions.erase(it);
         },
         [self](node_gen_atom, std::uint64_t id, const std::string& request, const caf::actor& reply_to, bool pieces) {
-          start(self, id, request, reply_to, pieces);
+          if (self->state.monitored.emplace(reply_to.address(), 0).second) self->monitor(reply_to);
+          self->state.asker->post([runtime = self->state.runtime, table = self->state.table, id, request, reply_to,
+                                   pieces] { start(*runtime, table, id, request, reply_to, pieces); });
         },
         [self](node_cancel_atom, std::uint64_t id, const caf::actor& reply_to) {
-          if (auto it = self->state.live.find({reply_to.address(), id}); it != self->state.live.end())
-            it->second.handle.cancel();
+          self->state.asker->post([table = self->state.table, key = std::make_pair(reply_to.address(), id)] {
+            table->cancel_where([&](const auto& k) { return k == key; });
+          });
         },
-        [self](forget_atom, const caf::actor_addr& from, std::uint64_t id) { self->state.live.erase({from, id}); },
     };
   });
 }

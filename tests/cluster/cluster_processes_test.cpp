@@ -56,6 +56,14 @@ class Process {
   }
   ~Process() { kill_now(); }
   int port() const { return port_; }
+  void terminate() { kill(pid_, SIGTERM); }
+  // The exit status, or -1 if it has not exited within `seconds` (a hang, not a speed).
+  int wait_exit(double seconds) {
+    int status = 0;
+    if (pid_ <= 0 || !eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, seconds)) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
   void kill_now() {
     if (pid_ <= 0) return;
     kill(pid_, SIGKILL);
@@ -210,7 +218,8 @@ TEST_F(ClusterProcesses, SharedPrefixesRouteToTheNodeHoldingThem) {
 }
 
 // The router routes each tenant by its own prefixes only: bob's request over alice's
-// document is a cold request (the emptiest node), not a hit on alice's node.
+// document is a cold request (the emptiest node), not a hit on alice's node. Then
+// SIGTERM stops every process (a node that answered a router used to hang there).
 TEST_F(ClusterProcesses, TenantsNeverRouteByEachOthersPrefixes) {
   Cluster cluster(R"({"keys": {"key-alice-0001": "alice", "key-bob-00001": "bob"}})");
   ASSERT_TRUE(cluster.ready());
@@ -227,6 +236,12 @@ TEST_F(ClusterProcesses, TenantsNeverRouteByEachOthersPrefixes) {
   ASSERT_EQ(bobs.size(), 1u);
   EXPECT_NE(bobs[0], alice[0]);
   EXPECT_NE(bobs[0], alice[1]);
+
+  // SIGTERM stops the router and every node that served (each exits 0, none hangs).
+  cluster.router->terminate();
+  EXPECT_EQ(cluster.router->wait_exit(60), 0);
+  for (auto& node : cluster.nodes) node->terminate();
+  for (auto& node : cluster.nodes) EXPECT_EQ(node->wait_exit(60), 0);
 }
 
 // A node killed while it generates: the request (nothing streamed yet) is sent again to
