@@ -12,6 +12,7 @@ Runner setup_bench_workflow(CLI::App& app);
 Runner setup_bench_serve(CLI::App& app);
 Runner setup_bench_constrained(CLI::App& app);
 Runner setup_bench_tools(CLI::App& app);
+Runner setup_bench_cluster(CLI::App& app);
 
 // --max-tokens of the workflow and serve benchmarks: tokens generated per agent or
 // request.

@@ -30,6 +30,8 @@ Runner setup(CLI::App& app) {
       setup_bench_constrained);
   add("tools", "KV retention during tool calls: recomputed tokens and time with the tool pin and without",
       setup_bench_tools);
+  add("cluster", "cache-aware vs round-robin routing over `arbor node` processes: computed tokens, hit ratio",
+      setup_bench_cluster);
   app.require_subcommand(1);
   app.footer("Figures for BENCHMARKS.md; `arbor bench WHAT --help` for each one's options.");
   CLI::App* bench = &app;
