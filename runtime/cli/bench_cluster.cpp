@@ -1,8 +1,8 @@
 // `arbor bench cluster`: cache-aware routing against round-robin over the same
 // cluster. For each routing, N fresh `arbor node` processes (this executable, on
 // loopback, any free ports) and a router (cluster::ClusterBackend, in this process, no
-// HTTP) serve R greedy chat requests over M documents (~300 tokens each, request i
-// over document i % M with its own question), C at a time. Figures: the cluster's
+// HTTP) serve R greedy chat requests over M documents (~300 tokens each, each document
+// R/M times in a fixed shuffled order, each request with its own question), C at a time. Figures: the cluster's
 // prompt tokens, the tokens it computed (prefilled) against the ideal (each document's
 // shared pages computed once cluster-wide, every request's own tail once), the hit
 // ratio (cached / prompt) and the wall time. Bounded: R requests, each with a deadline.
@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <algorithm>
+#include <random>
 #include <memory>
 #include <thread>
 
@@ -88,9 +90,23 @@ std::string document(int n) {
   return text;
 }
 
+// Request i's document: each document R/M times (+1 for the first R%M), in a fixed
+// shuffled order, so round-robin cannot line up with the documents by accident (with
+// M a multiple of N, request i % N over document i % M would always meet its cache).
+int document_of(int i, const ClusterBenchOptions& o) {
+  static std::vector<int> order;
+  if (order.size() != std::size_t(o.requests)) {
+    order.resize(o.requests);
+    for (int k = 0; k < o.requests; ++k) order[k] = k % o.docs;
+    std::mt19937 rng(12345);
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  return order[i];
+}
+
 GenerateRequest request_of(int i, const ClusterBenchOptions& o) {
   GenerateRequest r;
-  r.messages = {{"system", document(i % o.docs)}, {"user", "Question " + std::to_string(i) + ": what happened in season " +
+  r.messages = {{"system", document(document_of(i, o))}, {"user", "Question " + std::to_string(i) + ": what happened in season " +
                                                                std::to_string(1 + i % 12) + "?"}};
   r.sampling.max_tokens = o.max_tokens;
   r.sampling.temperature = 0;
@@ -165,7 +181,8 @@ Result<std::size_t> ideal_computed(const std::string& model, const ClusterBenchO
   std::size_t total = 0;
   for (int d = 0; d < o.docs; ++d) {
     std::vector<const std::vector<std::int32_t>*> group;
-    for (int i = d; i < o.requests; i += o.docs) group.push_back(&ids[i]);
+    for (int i = 0; i < o.requests; ++i)
+      if (document_of(i, o) == d) group.push_back(&ids[i]);
     if (group.empty()) continue;
     std::size_t common = group[0]->size();
     for (const auto* g : group) {
