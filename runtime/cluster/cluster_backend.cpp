@@ -3,6 +3,8 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -442,6 +444,70 @@ CacheStats ClusterBackend::cache_stats() const {
 }
 
 std::vector<CacheTreeNode> ClusterBackend::cache_tree(const std::string&, std::size_t) const { return {}; }
+
+std::string ClusterBackend::metrics_text() const {
+  const auto views = nodes();
+  std::vector<std::optional<NodeStats>> stats(views.size());
+  {
+    std::vector<std::pair<caf::actor, Endpoint>> handles;
+    {
+      std::lock_guard lock(state_->mu);
+      for (const auto& n : state_->nodes) handles.emplace_back(n.up ? n.actor : caf::actor{}, n.endpoint);
+    }
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+      if (!handles[i].first) continue;
+      auto text = ask(*state_->system, handles[i].first, handles[i].second, node_stats_atom::value,
+                      std::chrono::seconds(2));
+      if (!text) continue;
+      if (auto s = stats_from_wire(*text)) stats[i] = std::move(*s);
+    }
+  }
+  std::string out;
+  auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (std::size_t i = 0; i < views.size(); ++i) value(name, "node=\"" + views[i].endpoint + "\"", i);
+  };
+  auto sample = [&](const std::string& name, const std::string& labels, double v) {
+    char num[64];
+    std::snprintf(num, sizeof num, "%.17g", v);
+    out += name + "{" + labels + "} " + num + "\n";
+  };
+  family("arbor_cluster_node_up", "gauge", "1 while the router reaches the node, 0 while it is down.",
+         [&](auto n, auto l, auto i) { sample(n, l, views[i].up); });
+  family("arbor_cluster_node_inflight", "gauge", "Requests the router has in flight on the node.",
+         [&](auto n, auto l, auto i) { sample(n, l, double(views[i].inflight)); });
+  family("arbor_cluster_node_indexed_pages", "gauge", "Pages the router's prefix index lists for the node.",
+         [&](auto n, auto l, auto i) { sample(n, l, double(views[i].indexed_pages)); });
+  family("arbor_cluster_routed_total", "counter",
+         "Requests sent to the node, by routing decision (prefix: longest cached prefix; balance: the prefix "
+         "holder was overloaded; cold: no prefix anywhere).",
+         [&](auto n, auto l, auto i) {
+           sample(n, l + ",route=\"prefix\"", double(views[i].routed_prefix));
+           sample(n, l + ",route=\"balance\"", double(views[i].routed_balance));
+           sample(n, l + ",route=\"cold\"", double(views[i].routed_cold));
+         });
+  family("arbor_cluster_matched_tokens_total", "counter",
+         "Prompt tokens the router's index matched on the node when it sent requests there.",
+         [&](auto n, auto l, auto i) { sample(n, l, double(views[i].matched_tokens)); });
+  family("arbor_cluster_retried_total", "counter", "Requests sent again to the node after their node went down.",
+         [&](auto n, auto l, auto i) { sample(n, l, double(views[i].retried_here)); });
+  family("arbor_cluster_rejoins_total", "counter", "Times the node came back after being down.",
+         [&](auto n, auto l, auto i) { sample(n, l, double(views[i].rejoins)); });
+  auto from_node = [&](const char* name, const char* help, auto field) {
+    family(name, "gauge", help, [&](auto n, auto l, auto i) {
+      if (stats[i]) sample(n, l, field(*stats[i]));
+    });
+  };
+  from_node("arbor_cluster_node_pages_total", "The node's KV pages.",
+            [](const NodeStats& s) { return double(s.cache.pages_total); });
+  from_node("arbor_cluster_node_pages_free", "The node's free KV pages.",
+            [](const NodeStats& s) { return double(s.cache.pages_free); });
+  from_node("arbor_cluster_node_queued_requests", "Requests waiting for admission on the node.",
+            [](const NodeStats& s) { return double(s.cache.queued_requests); });
+  from_node("arbor_cluster_node_hit_ratio", "The node's cached / prompt tokens.",
+            [](const NodeStats& s) { return s.cache.hit_ratio; });
+  return out;
+}
 
 std::vector<NodeView> ClusterBackend::nodes() const {
   std::lock_guard lock(state_->mu);

@@ -91,6 +91,11 @@ class ClusterBackend : public server::Backend {
   // within 2 s counts as nothing.
   CacheStats cache_stats() const override;
   std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const override;
+  // Per node (label node="HOST:PORT"): arbor_cluster_node_up, _inflight, _indexed_pages,
+  // arbor_cluster_routed_total{route="prefix|balance|cold"}, _matched_tokens_total,
+  // _retried_total, _rejoins_total; and from each up node (2 s at most):
+  // arbor_cluster_node_pages_free, _pages_total, _queued_requests, _hit_ratio.
+  std::string metrics_text() const override;
 
   std::vector<NodeView> nodes() const;
 

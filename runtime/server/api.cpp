@@ -251,6 +251,7 @@ void Api::prometheus(const ExchangePtr& ex, const Principal& p) {
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = metrics_.render(backend_.cache_stats(), inflight(),
                            p.admin ? std::nullopt : std::optional<std::string>(p.tenant));
+  if (p.admin) r.body += backend_.metrics_text();
   reply(ex, p.tenant, "/metrics", std::move(r));
 }
 

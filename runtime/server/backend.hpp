@@ -65,6 +65,10 @@ class Backend {
 
   virtual CacheStats cache_stats() const = 0;
   virtual std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const = 0;
+  // Prometheus text (HELP/TYPE lines and samples) of what only this backend knows,
+  // appended to an admin's /metrics: a cluster router's nodes and routing decisions.
+  // Whole-backend figures, never one tenant's. Default: nothing.
+  virtual std::string metrics_text() const { return ""; }
 };
 
 // Adapts a Runtime (which must outlive the backend). A generation's on_done comes from

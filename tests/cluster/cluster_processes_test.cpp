@@ -201,7 +201,26 @@ TEST_F(ClusterProcesses, SharedPrefixesRouteToTheNodeHoldingThem) {
   // Another document: a cold request, sent to an empty node.
   const Answer other = ask(cluster.router->port(), chat_request(document(2), questions[0], 8));
   ASSERT_EQ(other.status, 200) << other.body;
-  EXPECT_EQ(serving_nodes(cluster).size(), 2u);
+  const auto both = serving_nodes(cluster);
+  ASSERT_EQ(both.size(), 2u);
+
+  // The router's /metrics counts each decision per node: the holder got one cold
+  // request then two prefix hits, the second document one cold request elsewhere.
+  const Reply metrics = request(cluster.router->port(), "GET", "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  auto line = [&](std::size_t node, const std::string& labels, const std::string& value) {
+    return "arbor_cluster_routed_total{node=\"127.0.0.1:" + std::to_string(cluster.nodes[node]->port()) + "\"" +
+           labels + "} " + value + "\n";
+  };
+  const std::size_t second = both[0] == holders[0] ? both[1] : both[0];
+  EXPECT_NE(metrics.body.find(line(holders[0], ",route=\"prefix\"", "2")), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find(line(holders[0], ",route=\"cold\"", "1")), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find(line(second, ",route=\"cold\"", "1")), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find(line(second, ",route=\"prefix\"", "0")), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("arbor_cluster_node_up{node=\"127.0.0.1:" + std::to_string(cluster.nodes[second]->port()) +
+                              "\"} 1\n"),
+            std::string::npos)
+      << metrics.body;
 
   // One runtime, the same requests in the same order: the same greedy answers.
   auto runtime = arbor::testing::make_runtime();
