@@ -210,6 +210,22 @@ nlohmann::ordered_json usage_json(const GenerateResult& result) {
   return u;
 }
 
+namespace {
+
+// The frame every completion document and chunk shares: id, object, created, model, one choice.
+nlohmann::ordered_json completion_doc(const std::string& id, const char* object, long created, const std::string& model,
+                                      nlohmann::ordered_json choice) {
+  nlohmann::ordered_json doc;
+  doc["id"] = id;
+  doc["object"] = object;
+  doc["created"] = created;
+  doc["model"] = model;
+  doc["choices"] = nlohmann::ordered_json::array({std::move(choice)});
+  return doc;
+}
+
+}  // namespace
+
 nlohmann::ordered_json completion_response(bool chat, const std::string& id, long created, const std::string& model,
                                            const GenerateResult& result) {
   nlohmann::ordered_json choice;
@@ -225,12 +241,8 @@ nlohmann::ordered_json completion_response(bool chat, const std::string& id, lon
   }
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = finish_reason(result);
-  nlohmann::ordered_json doc;
-  doc["id"] = id;
-  doc["object"] = chat ? "chat.completion" : "text_completion";
-  doc["created"] = created;
-  doc["model"] = model;
-  doc["choices"] = nlohmann::ordered_json::array({choice});
+  nlohmann::ordered_json doc =
+      completion_doc(id, chat ? "chat.completion" : "text_completion", created, model, std::move(choice));
   doc["usage"] = usage_json(result);
   return doc;
 }
@@ -249,13 +261,7 @@ nlohmann::ordered_json completion_chunk(bool chat, const std::string& id, long c
   }
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = finish.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(finish);
-  nlohmann::ordered_json doc;
-  doc["id"] = id;
-  doc["object"] = chat ? "chat.completion.chunk" : "text_completion";
-  doc["created"] = created;
-  doc["model"] = model;
-  doc["choices"] = nlohmann::ordered_json::array({choice});
-  return doc;
+  return completion_doc(id, chat ? "chat.completion.chunk" : "text_completion", created, model, std::move(choice));
 }
 
 std::string dump(const nlohmann::ordered_json& doc) {
