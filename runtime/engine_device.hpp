@@ -1,9 +1,11 @@
-// Where the public device setting (arbor/config.hpp: DeviceChoice, parsed once by
-// parse_device_choice) meets the model layer's device (model/device.hpp), for every
-// place that makes an engine: Runtime::create and the CLI's perplexity and bench engine.
+// Where the public engine settings (arbor/config.hpp: DeviceChoice and Precision, parsed
+// once by parse_device_choice and parse_precision) meet the model layer's
+// (model/device.hpp, kernels/weight_matrix.hpp), for every place that makes an engine:
+// Runtime::create and the CLI's perplexity and bench engine.
 #pragma once
 
 #include "arbor/config.hpp"
+#include "kernels/weight_matrix.hpp"
 #include "model/device.hpp"
 
 namespace arbor {
@@ -15,6 +17,10 @@ inline model::Device engine_device(DeviceChoice device) {
     case DeviceChoice::automatic: return model::Device::automatic;
   }
   return model::Device::automatic;
+}
+
+inline kernels::MatmulPrecision engine_precision(Precision precision) {
+  return precision == Precision::fast ? kernels::MatmulPrecision::fast : kernels::MatmulPrecision::accurate;
 }
 
 }  // namespace arbor

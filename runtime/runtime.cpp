@@ -36,7 +36,7 @@ Result<std::unique_ptr<model::Engine>> make_engine(const RuntimeConfig& c, const
   model::EngineOptions options;
   options.device = *device;
   options.num_threads = c.num_threads;
-  options.precision = c.precision == Precision::fast ? kernels::MatmulPrecision::fast : kernels::MatmulPrecision::accurate;
+  options.precision = engine_precision(c.precision);
   auto engine = model::make_engine(m, options);
   if (!engine) return std::unexpected(engine.error());
   info = (*engine)->describe() + (reason.empty() ? "" : ", " + reason);

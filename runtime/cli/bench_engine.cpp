@@ -109,14 +109,13 @@ int bench_engine(const BenchEngineOptions& o) {
   const model::Device device = engine_device(config.device);
 
   // Both activation precisions side by side, in one process (the machine is noisy).
-  const std::pair<const char*, kernels::MatmulPrecision> modes[] = {
-      {"accurate", kernels::MatmulPrecision::accurate}, {"fast", kernels::MatmulPrecision::fast}};
   std::vector<std::pair<std::string, EngineFigures>> results;
   cache::KvGeometry geometry;
   std::string device_used, device_info;
-  for (const auto& [name, precision] : modes) {
-    if (o.runtime.given(kPrecisionFlag) && to_string(config.precision) != std::string_view(name)) continue;
-    auto engine = model::make_engine(m, {device, threads, precision});
+  for (const Precision precision : {Precision::accurate, Precision::fast}) {
+    if (o.runtime.given(kPrecisionFlag) && config.precision != precision) continue;
+    const std::string name = to_string(precision);
+    auto engine = model::make_engine(m, {device, threads, engine_precision(precision)});
     if (!engine) return std::fprintf(stderr, "arbor: %s\n", engine.error().describe().c_str()), kExitInvalid;
     device_used = model::device_name((*engine)->device());
     device_info = (*engine)->describe();
