@@ -23,17 +23,26 @@ namespace {
 
 using watch_atom = caf::atom_constant<caf::atom("nwatch")>;
 
-Result<caf::actor> connect_node(caf::actor_system& system, const Endpoint& node) {
-  auto actor = system.middleman().remote_actor(node.host, node.port);
-  if (!actor)
-    return fail(ErrorCode::unsupported, "cannot reach node " + node.text() + " (" + system.render(actor.error()) +
-                                            "); start it with `arbor node --listen " + node.text() + "`");
-  return *actor;
+// The router's inbox: what the nodes send back (ReplyListener, the only handle a node
+// gets) plus the router's own request to watch a node.
+using InboxActor = ReplyListener::extend<caf::reacts_to<watch_atom, NodeActor, std::size_t>>;
+
+// CAF checks the node's published interface against NodeActor on connect.
+Result<NodeActor> connect_node(caf::actor_system& system, const Endpoint& node) {
+  auto actor = system.middleman().remote_actor<NodeActor>(node.host, node.port);
+  if (actor) return *actor;
+  if (actor.error() == caf::sec::unexpected_actor_messaging_interface)
+    return fail(ErrorCode::unsupported, "the process at " + node.text() +
+                                            " is not an `arbor node` of this arbor build (its actor interface differs "
+                                            "from this router's); run this build's `arbor node --listen " +
+                                            node.text() + "` there");
+  return fail(ErrorCode::unsupported, "cannot reach node " + node.text() + " (" + system.render(actor.error()) +
+                                          "); start it with `arbor node --listen " + node.text() + "`");
 }
 
 // Asks `node` one question whose answer is a string; errors name the node.
 template <class Atom>
-Result<std::string> ask(caf::actor_system& system, const caf::actor& node, const Endpoint& at, Atom atom,
+Result<std::string> ask(caf::actor_system& system, const NodeActor& node, const Endpoint& at, Atom atom,
                         std::chrono::seconds timeout) {
   caf::scoped_actor self{system};
   Result<std::string> out = fail(ErrorCode::timeout, "node " + at.text() + " did not answer");
@@ -97,7 +106,7 @@ Result<std::vector<Endpoint>> parse_endpoints(const std::string& list) {
 struct ClusterBackend::State {
   struct Node {
     Endpoint endpoint;
-    caf::actor actor;
+    NodeActor actor;
     PrefixIndex index;
     bool up = true;
     std::size_t inflight = 0;
@@ -123,7 +132,7 @@ struct ClusterBackend::State {
   NodeInfo info;
   NetConfig config;  // outlives the system
   std::unique_ptr<caf::actor_system> system;
-  caf::actor inbox;  // receives the nodes' pieces, outcomes and down messages
+  InboxActor inbox;  // receives the nodes' pieces, outcomes and down messages
 
   mutable std::mutex mu;
   std::condition_variable wake;  // the rejoiner's sleep; stopping ends it
@@ -145,7 +154,7 @@ struct ClusterBackend::State {
     {
       std::lock_guard lock(mu);
       for (auto& [id, p] : pending) {
-        if (nodes[p.node].up) caf::anon_send(nodes[p.node].actor, node_cancel_atom::value, id, inbox);
+        if (nodes[p.node].up) caf::anon_send(nodes[p.node].actor, node_cancel_atom::value, id, ReplyListener{inbox});
         failures.push_back({std::move(p.on_done), Error{ErrorCode::cancelled, "the router is shutting down"}});
       }
       pending.clear();
@@ -170,7 +179,7 @@ struct ClusterBackend::State {
         if (!nodes[i].up) down.emplace_back(i, nodes[i].endpoint);
       lock.unlock();
       for (const auto& [index, at] : down) {
-        auto actor = system->middleman().remote_actor(at.host, at.port);
+        auto actor = system->middleman().remote_actor<NodeActor>(at.host, at.port);
         if (!actor) continue;
         auto text = ask(*system, *actor, at, node_info_atom::value, std::chrono::seconds(10));
         auto info = text ? info_from_wire(*text) : Result<NodeInfo>(std::unexpected(text.error()));
@@ -214,7 +223,7 @@ struct ClusterBackend::State {
     n.index.insert(p.tenant, p.prompt);
     p.node = choice->node;
     ++p.attempts;
-    caf::anon_send(n.actor, node_gen_atom::value, id, p.wire, inbox, bool(p.on_token));
+    caf::anon_send(n.actor, node_gen_atom::value, id, p.wire, ReplyListener{inbox}, bool(p.on_token));
     return true;
   }
 
@@ -280,14 +289,14 @@ struct InboxState {
   std::map<caf::actor_addr, std::size_t> nodes;  // monitored node actor -> index
 };
 
-caf::behavior inbox_actor(caf::stateful_actor<InboxState>* self, ClusterBackend::State* state) {
+InboxActor::behavior_type inbox_actor(InboxActor::stateful_pointer<InboxState> self, ClusterBackend::State* state) {
   self->set_down_handler([self, state](caf::down_msg& down) {
     auto it = self->state.nodes.find(down.source);
     if (it == self->state.nodes.end()) return;
     state->on_node_down(it->second, self->system().render(down.reason));
   });
   return {
-      [self](watch_atom, const caf::actor& node, std::size_t index) {
+      [self](watch_atom, const NodeActor& node, std::size_t index) {
         self->state.nodes[node.address()] = index;
         self->monitor(node);
       },
@@ -306,7 +315,7 @@ class ClusterGeneration : public server::Generation {
     auto it = state->pending.find(id_);
     if (it == state->pending.end()) return;
     const auto& node = state->nodes[it->second.node];
-    if (node.up) caf::anon_send(node.actor, node_cancel_atom::value, id_, state->inbox);
+    if (node.up) caf::anon_send(node.actor, node_cancel_atom::value, id_, ReplyListener{state->inbox});
   }
 
  private:
@@ -403,7 +412,7 @@ Result<std::shared_ptr<server::RunControl>> ClusterBackend::start_run(const std:
 std::string ClusterBackend::run_json(const RunResult& result) const { return to_json(result); }
 
 CacheStats ClusterBackend::cache_stats() const {
-  std::vector<std::pair<caf::actor, Endpoint>> up;
+  std::vector<std::pair<NodeActor, Endpoint>> up;
   {
     std::lock_guard lock(state_->mu);
     for (const auto& n : state_->nodes)
@@ -449,10 +458,10 @@ std::string ClusterBackend::metrics_text() const {
   const auto views = nodes();
   std::vector<std::optional<NodeStats>> stats(views.size());
   {
-    std::vector<std::pair<caf::actor, Endpoint>> handles;
+    std::vector<std::pair<NodeActor, Endpoint>> handles;
     {
       std::lock_guard lock(state_->mu);
-      for (const auto& n : state_->nodes) handles.emplace_back(n.up ? n.actor : caf::actor{}, n.endpoint);
+      for (const auto& n : state_->nodes) handles.emplace_back(n.up ? n.actor : NodeActor{}, n.endpoint);
     }
     for (std::size_t i = 0; i < handles.size(); ++i) {
       if (!handles[i].first) continue;

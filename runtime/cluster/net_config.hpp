@@ -1,16 +1,23 @@
 // The actor system configuration of Arbor's network side (`arbor node`, the
-// `arbor serve --nodes` router, probes): Arbor's message types plus CAF's middleman.
+// `arbor serve --nodes` router, probes): Arbor's message types, the cluster's handle
+// type (runtime/cluster/interfaces.hpp), plus CAF's middleman.
 // Like every actor_system_config, it must outlive the actor_system built from it.
 #pragma once
 
 #include <caf/io/all.hpp>
 
 #include "actors/config.hpp"
+#include "runtime/cluster/interfaces.hpp"
 
 namespace arbor::cluster {
 
 struct NetConfig : actors::ActorConfig {
-  NetConfig() { load<caf::io::middleman>(); }
+  NetConfig() {
+    load<caf::io::middleman>();
+    // Crosses the network inside node_gen_atom and node_cancel_atom; unregistered, it
+    // would arrive as an empty message (and its interface name would be unportable).
+    add_message_type<ReplyListener>("arbor.cluster.ReplyListener");
+  }
 };
 
 }  // namespace arbor::cluster

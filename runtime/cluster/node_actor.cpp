@@ -16,6 +16,10 @@ namespace {
 
 using answer_atom = caf::atom_constant<caf::atom("nanswer")>;
 
+// The node actor's own message (its worker's answer to a stats question) is not part
+// of NodeActor: only the narrower handle leaves the actor.
+using NodeImpl = NodeActor::extend<caf::reacts_to<answer_atom, std::uint64_t, std::string>>;
+
 // Every call into the Runtime runs on this thread of the node's own, never on an actor
 // thread of the network system: a call made there (a scoped_actor for cache_stats, the
 // spawn of start_generate) left the Runtime's actor system unable to shut down.
@@ -93,7 +97,7 @@ struct NodeState {
 
 // On the worker: starts the generation; its callbacks send to the requester.
 void start(Runtime& runtime, const std::shared_ptr<LiveTable>& table, std::uint64_t id, const std::string& text,
-           const caf::actor& reply_to, bool pieces) {
+           const ReplyListener& reply_to, bool pieces) {
   auto request = request_from_wire(text);
   if (!request) return caf::anon_send(reply_to, node_done_atom::value, id, to_wire(Result<GenerateResult>(
                                                                                  std::unexpected(request.error()))));
@@ -127,8 +131,8 @@ NodeInfo node_info(const Runtime& runtime) {
                   std::size_t(runtime.cache_stats().pages_total)};
 }
 
-caf::actor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const NodeInfo& info) {
-  return system.spawn([&runtime, info = to_wire(info)](caf::stateful_actor<NodeState>* self) -> caf::behavior {
+NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const NodeInfo& info) {
+  return system.spawn([&runtime, info = to_wire(info)](NodeImpl::stateful_pointer<NodeState> self) -> NodeImpl::behavior_type {
     self->state.runtime = &runtime;
     self->state.info = info;
     self->set_down_handler([self](caf::down_msg& down) {
@@ -142,24 +146,25 @@ caf::actor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const N
         [self](node_stats_atom) -> caf::result<std::string> {
           const std::uint64_t question = self->state.next_question++;
           self->state.questions.emplace(question, self->make_response_promise());
-          const caf::actor me = caf::actor_cast<caf::actor>(self);
+          const NodeImpl me = caf::actor_cast<NodeImpl>(self);
           self->state.asker->post([me, question, runtime = self->state.runtime, table = self->state.table] {
             caf::anon_send(me, answer_atom::value, question, to_wire(NodeStats{runtime->cache_stats(), table->size()}));
           });
           return caf::delegated<std::string>();
         },
-        [self](answer_atom, std::uint64_t question, std::string& text) {
+        [self](answer_atom, std::uint64_t question, std::string text) {
           auto it = self->state.questions.find(question);
           if (it == self->state.questions.end()) return;
           it->second.deliver(std::move(text));
           self->state.questions.erase(it);
         },
-        [self](node_gen_atom, std::uint64_t id, const std::string& request, const caf::actor& reply_to, bool pieces) {
+        [self](node_gen_atom, std::uint64_t id, const std::string& request, const ReplyListener& reply_to,
+               bool pieces) {
           if (self->state.monitored.emplace(reply_to.address(), 0).second) self->monitor(reply_to);
           self->state.asker->post([runtime = self->state.runtime, table = self->state.table, id, request, reply_to,
                                    pieces] { start(*runtime, table, id, request, reply_to, pieces); });
         },
-        [self](node_cancel_atom, std::uint64_t id, const caf::actor& reply_to) {
+        [self](node_cancel_atom, std::uint64_t id, const ReplyListener& reply_to) {
           self->state.asker->post([table = self->state.table, key = std::make_pair(reply_to.address(), id)] {
             table->cancel_where([&](const auto& k) { return k == key; });
           });

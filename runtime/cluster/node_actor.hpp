@@ -1,5 +1,6 @@
 // The actor an `arbor node` publishes over CAF's middleman: it serves generations and
-// figures of one Runtime to routers (the protocol: runtime/cluster/wire.hpp).
+// figures of one Runtime to routers (the protocol: runtime/cluster/wire.hpp; its typed
+// interface: NodeActor, runtime/cluster/interfaces.hpp).
 //
 // Threads: the actor only routes; every call into the Runtime (start, cancel, stats)
 // runs on a worker thread the actor owns, and generation runs on the Runtime's own
@@ -13,6 +14,7 @@
 #include <caf/all.hpp>
 
 #include "arbor/runtime.hpp"
+#include "runtime/cluster/interfaces.hpp"
 #include "runtime/cluster/wire.hpp"
 
 namespace arbor::cluster {
@@ -23,6 +25,6 @@ NodeInfo node_info(const Runtime& runtime);
 // Spawns the node actor in `system` (an actor system with the middleman loaded when
 // it is to be published). The worker thread is joined when the actor ends (work not
 // yet started is dropped; the Runtime's destruction cancels what runs).
-caf::actor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const NodeInfo& info);
+NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const NodeInfo& info);
 
 }  // namespace arbor::cluster
