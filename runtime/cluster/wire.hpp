@@ -1,17 +1,19 @@
 // What crosses the network between an `arbor serve --nodes` router and its `arbor node`s
 // (CAF's middleman, caf::io). Every message is atoms, integers, actor handles and
-// strings, which CAF serializes without registration; a request, a result and the
+// strings, which CAF serializes without registration (but for the typed handle
+// ReplyListener, which NetConfig registers); a request, a result and the
 // node's figures travel as JSON text (the functions below), so a field added here
 // needs no CAF type id and an old peer ignores a field it does not know.
 //
-// The node actor's interface (runtime/cluster/node_actor.hpp):
+// The node actor's interface (typed: NodeActor and ReplyListener in
+// runtime/cluster/interfaces.hpp; the actor: runtime/cluster/node_actor.hpp):
 //   (node_info_atom)                         -> string  NodeInfo JSON
 //   (node_stats_atom)                        -> string  NodeStats JSON
-//   (node_gen_atom, u64 id, string request, actor reply_to, bool pieces)
+//   (node_gen_atom, u64 id, string request, ReplyListener reply_to, bool pieces)
 //        the node then sends reply_to (node_piece_atom, id, string piece) per token when
 //        `pieces` (a streamed request), and exactly one (node_done_atom, id, string
 //        outcome) (GenerateResult or Error JSON)
-//   (node_cancel_atom, u64 id, actor reply_to) that generation ends with "cancelled"
+//   (node_cancel_atom, u64 id, ReplyListener reply_to) that generation ends with "cancelled"
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,9 @@
 // Compiled by actor_interfaces_reject.cmake, once per CASE: "ok" must compile, each
 // other case is one message the actors' interfaces (actors/interfaces.hpp) do not
-// declare, or a reply of the wrong type, and must not compile.
+// declare, or a reply of the wrong type, and must not compile. Cases 6 and 7: the
+// cluster's interfaces (runtime/cluster/interfaces.hpp).
 #include "actors/interfaces.hpp"
+#include "runtime/cluster/interfaces.hpp"
 
 namespace arbor::actors {
 
@@ -28,3 +30,17 @@ void use(caf::event_based_actor* self, CacheActor cache, RunActor run, AgentActo
 }
 
 }  // namespace arbor::actors
+
+namespace arbor::cluster {
+
+void use(NodeActor node, ReplyListener inbox, caf::actor any) {
+  caf::anon_send(node, node_gen_atom::value, std::uint64_t{1}, std::string{}, inbox, true);
+  caf::anon_send(inbox, node_done_atom::value, std::uint64_t{1}, std::string{});
+#if CASE == 6  // a requester that is any actor, not a ReplyListener
+  caf::anon_send(node, node_gen_atom::value, std::uint64_t{1}, std::string{}, any, true);
+#elif CASE == 7  // what a node sends back, sent to a node
+  caf::anon_send(node, node_done_atom::value, std::uint64_t{1}, std::string{});
+#endif
+}
+
+}  // namespace arbor::cluster
