@@ -132,7 +132,8 @@ NodeInfo node_info(const Runtime& runtime) {
 }
 
 NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const NodeInfo& info) {
-  return system.spawn([&runtime, info = to_wire(info)](NodeImpl::stateful_pointer<NodeState> self) -> NodeImpl::behavior_type {
+  return system.spawn([&runtime,
+                       info = to_wire(info)](NodeImpl::stateful_pointer<NodeState> self) -> NodeImpl::behavior_type {
     self->state.runtime = &runtime;
     self->state.info = info;
     self->set_down_handler([self](caf::down_msg& down) {
