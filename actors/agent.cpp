@@ -82,7 +82,7 @@ void cleanup_attempt(AgentSelf self) {
   s.pin = 0;
 }
 
-void finish(AgentSelf self, const std::string& status, const std::string& error) {
+void finish(AgentSelf self, AgentStatus status, const std::string& error) {
   auto& s = self->state;
   if (s.finished) return;
   s.finished = true;
@@ -90,8 +90,8 @@ void finish(AgentSelf self, const std::string& status, const std::string& error)
   s.report.id = s.plan->id;
   s.report.parent = s.plan->parent_id;
   s.report.status = status;
-  s.report.output = status == "ok" ? s.last_output : std::string();
-  if (status != "ok") s.report.json.clear();
+  s.report.output = status == AgentStatus::ok ? s.last_output : std::string();
+  if (status != AgentStatus::ok) s.report.json.clear();
   s.report.error = error;
   s.report.attempts = s.attempt;
   if (s.started) s.report.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - s.start).count();
@@ -109,7 +109,7 @@ void attempt_failed(AgentSelf self, const std::string& reason, bool timed_out) {
     begin_attempt(self);
     return;
   }
-  finish(self, timed_out ? "timeout" : "failed",
+  finish(self, timed_out ? AgentStatus::timeout : AgentStatus::failed,
          "agent '" + s.plan->id + "' failed after " + std::to_string(s.attempt) + " attempt" +
              (s.attempt == 1 ? "" : "s") + ": " + reason);
 }
@@ -136,8 +136,9 @@ void send_request(AgentSelf self, SeqRequest req, std::function<void(AgentSelf, 
             }
             st.inflight = 0;
             if (!r.ok) return attempt_failed(self, r.error, false);
-            if (r.finish_reason == "cancelled") return attempt_failed(self, "its request was cancelled", false);
-            if (r.finish_reason == "prefill") {
+            if (r.finish_reason == FinishReason::cancelled)
+              return attempt_failed(self, "its request was cancelled", false);
+            if (r.finish_reason == FinishReason::prefill) {
               st.report.warmup_tokens += r.computed_tokens;  // a warm-up, not a turn
             } else {
               st.report.prompt_tokens += r.prompt_tokens;
@@ -189,7 +190,7 @@ void on_turn_result(AgentSelf self, bool constrained, SeqResult& r) {
     return attempt_failed(self,
                           "its output is not a complete JSON document valid against output_schema (generation "
                           "ended after " + std::to_string(r.generated_tokens) + " tokens, finish_reason '" +
-                              r.finish_reason + "'); raise generation.max_tokens",
+                              to_string(r.finish_reason) + "'); raise generation.max_tokens",
                           false);
   st.report.json = r.json;
   st.last_output = r.text;
@@ -240,14 +241,14 @@ void fetch_outputs(AgentSelf self, std::vector<std::string> ids, std::function<v
           [self, attempt, then](DepsReply& r) {
             auto& st = self->state;
             if (st.finished || attempt != st.attempt) return;
-            if (!r.ok) return finish(self, "failed", "agent '" + st.plan->id + "': " + r.error);
+            if (!r.ok) return finish(self, AgentStatus::failed, "agent '" + st.plan->id + "': " + r.error);
             for (std::size_t i = 0; i < r.ids.size(); ++i) st.outputs[r.ids[i]] = r.outputs[i];
             then(self);
           },
           [self, attempt](caf::error& e) {
             if (self->state.finished || attempt != self->state.attempt) return;
-            finish(self, "failed", "agent '" + self->state.plan->id +
-                                       "': reading outputs failed: " + self->system().render(e));
+            finish(self, AgentStatus::failed,
+                   "agent '" + self->state.plan->id + "': reading outputs failed: " + self->system().render(e));
           });
 }
 
@@ -255,7 +256,7 @@ void render_and_turn(AgentSelf self, const workflows::Template& tmpl) {
   if (auto missing = missing_outputs(self->state, tmpl); !missing.empty())
     return fetch_outputs(self, std::move(missing), [&tmpl](AgentSelf self) { render_and_turn(self, tmpl); });
   auto text = render(self, tmpl);
-  if (!text) return finish(self, "failed", "agent '" + self->state.plan->id + "': " + text.error().message);
+  if (!text) return finish(self, AgentStatus::failed, "agent '" + self->state.plan->id + "': " + text.error().message);
   turn(self, *text);
 }
 
@@ -318,7 +319,8 @@ void spawn_children(AgentSelf self) {
     }
     auto instances = workflows::expand_dynamic(child, s.outputs.at(child.dynamic->source));
     // Final, no retry: the source's output does not change.
-    if (!instances) return finish(self, "failed", "agent '" + s.plan->id + "': " + instances.error().message);
+    if (!instances)
+      return finish(self, AgentStatus::failed, "agent '" + s.plan->id + "': " + instances.error().message);
     for (auto& a : *instances) plans.push_back({nullptr, std::make_shared<const workflows::AgentPlan>(std::move(a))});
   }
   if (!plans.empty()) pin_prefix(self);  // sent before the children exist, so it reaches the cache first
@@ -351,7 +353,7 @@ void advance(AgentSelf self) {
   }
   s.stage = Stage::turns;
   if (s.next_turn < s.plan->turns.size()) return render_and_turn(self, s.plan->turns[s.next_turn++]);
-  finish(self, "ok", "");
+  finish(self, AgentStatus::ok, "");
 }
 
 void on_deadline(AgentSelf self, int attempt) {
@@ -418,10 +420,11 @@ void on_child_report(AgentSelf self, AgentReport& r) {
   if (s.finished || it == s.children.end()) return;  // a stale child of an earlier attempt
   s.children.erase(it);
   --s.children_pending;
-  if (r.status != "ok") {
+  if (r.status != AgentStatus::ok) {
     s.attempt = s.plan->max_retries + 1;  // a child's failure is final: it used its own retries
-    return finish(self, "failed", "agent '" + s.plan->id + "' failed because sub-agent '" + r.id +
-                                      "' " + (r.status == "timeout" ? "timed out" : r.status) + ": " + r.error);
+    return finish(self, AgentStatus::failed,
+                  "agent '" + s.plan->id + "' failed because sub-agent '" + r.id + "' " +
+                      (r.status == AgentStatus::timeout ? "timed out" : to_string(r.status)) + ": " + r.error);
   }
   s.outputs[r.id] = r.output;
   if (s.children_pending > 0) return;
@@ -445,12 +448,14 @@ AgentActorImpl::behavior_type agent_actor(AgentSelf self, std::shared_ptr<const 
     for (auto& child : st.children) {
       if (child.address() != dm.source) continue;
       st.attempt = st.plan->max_retries + 1;
-      return finish(self, "failed", "agent '" + st.plan->id + "' failed: a sub-agent stopped without reporting (" +
-                                        self->system().render(dm.reason) + ")");
+      return finish(self, AgentStatus::failed,
+                    "agent '" + st.plan->id + "' failed: a sub-agent stopped without reporting (" +
+                        self->system().render(dm.reason) + ")");
     }
   });
   self->set_exit_handler([self](caf::exit_msg& em) {
-    finish(self, "cancelled", "agent '" + self->state.plan->id + "' was stopped: " + self->system().render(em.reason));
+    finish(self, AgentStatus::cancelled,
+           "agent '" + self->state.plan->id + "' was stopped: " + self->system().render(em.reason));
   });
   self->send(self, start_atom::value);
   return {
@@ -467,13 +472,15 @@ AgentActorImpl::behavior_type agent_actor(AgentSelf self, std::shared_ptr<const 
         self->request(st.run, caf::infinite, DepsRequest{st.plan->depends_on})
             .then(
                 [self, go](DepsReply& r) {
-                  if (!r.ok) return finish(self, "failed", "agent '" + self->state.plan->id + "': " + r.error);
+                  if (!r.ok)
+                    return finish(self, AgentStatus::failed, "agent '" + self->state.plan->id + "': " + r.error);
                   for (std::size_t i = 0; i < r.ids.size(); ++i) self->state.dep_outputs[r.ids[i]] = r.outputs[i];
                   go();
                 },
                 [self](caf::error& e) {
-                  finish(self, "failed", "agent '" + self->state.plan->id +
-                                             "': waiting for dependencies failed: " + self->system().render(e));
+                  finish(self, AgentStatus::failed,
+                         "agent '" + self->state.plan->id +
+                             "': waiting for dependencies failed: " + self->system().render(e));
                 });
       },
       [](timeout_atom, int) -> caf::delegated<void> { return {}; },  // arm_deadline: never answered

@@ -31,7 +31,7 @@ SeqResult error_result(std::uint64_t id, const Error& e) {
   r.ok = false;
   r.error_code = std::int32_t(e.code);
   r.error = e.message;
-  r.finish_reason = "error";
+  r.finish_reason = FinishReason::error;
   return r;
 }
 
@@ -203,7 +203,7 @@ BatchEngine::Admit BatchEngine::try_admit(Pending& p) {
   }
   l->p = std::move(p);
   live_.push_back(std::move(l));
-  if (live_.back()->computed == live_.back()->prompt_len) finish(*live_.back(), "prefill");
+  if (live_.back()->computed == live_.back()->prompt_len) finish(*live_.back(), FinishReason::prefill);
   return Admit::admitted;
 }
 
@@ -341,7 +341,7 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
       }
       if (l.computed < l.prompt_len) continue;
       if (!has_logits) {
-        finish(l, "prefill");
+        finish(l, FinishReason::prefill);
         continue;
       }
       l.decoding = true;
@@ -381,10 +381,10 @@ void BatchEngine::on_token(Live& l, std::int32_t token) {
     return;
   }
   const bool cut = reason == model::StopReason::max_tokens && !(l.constraint && l.constraint->is_complete());
-  finish(l, cut ? "length" : "stop");
+  finish(l, cut ? FinishReason::length : FinishReason::stop);
 }
 
-SeqResult BatchEngine::result_of(const Live& l, const std::string& reason) const {
+SeqResult BatchEngine::result_of(const Live& l, FinishReason reason) const {
   const auto now = Clock::now();
   SeqResult r;
   r.request_id = l.p.request.request_id;
@@ -404,16 +404,16 @@ SeqResult BatchEngine::result_of(const Live& l, const std::string& reason) const
   return r;
 }
 
-void BatchEngine::finish(Live& l, const std::string& reason) {
+void BatchEngine::finish(Live& l, FinishReason reason) {
   if (!l.p.done) return;  // already finished
   if (config_.prefix_caching && l.computed > l.committed)
     (void)cache_->commit(l.seq, std::span(l.tokens.data(), l.computed));  // best effort
   SeqResult result = result_of(l, reason);
-  if (reason == "stop" || reason == "length") pin_history(l, result);  // before close: no gap in the lock
+  if (reason == FinishReason::stop || reason == FinishReason::length) pin_history(l, result);  // before close: no gap in the lock
   (void)cache_->close(l.seq);
   auto done = std::move(l.p.done);
   l.p.done = nullptr;
-  if (l.p.on_token && reason != "cancelled") {
+  if (l.p.on_token && reason != FinishReason::cancelled) {
     std::string rest = l.stop->take_ready();
     if (!rest.empty()) l.p.on_token(TokenEvent{l.p.request.request_id, l.p.request.tag, -1, std::move(rest)});
   }
@@ -458,7 +458,7 @@ void BatchEngine::cancel(std::uint64_t request_id) {
       SeqResult r;
       r.request_id = request_id;
       r.prompt_tokens = it->request.prompt.size();
-      r.finish_reason = "cancelled";
+      r.finish_reason = FinishReason::cancelled;
       auto done = std::move(it->done);
       const std::uint64_t release = it->request.release_pin;
       lane.items.erase(it);
@@ -469,7 +469,7 @@ void BatchEngine::cancel(std::uint64_t request_id) {
     }
   }
   for (auto& l : live_)
-    if (l->p.request.request_id == request_id) finish(*l, "cancelled");
+    if (l->p.request.request_id == request_id) finish(*l, FinishReason::cancelled);
   remove_finished();
 }
 

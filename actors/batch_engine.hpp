@@ -211,10 +211,10 @@ class BatchEngine {
   void trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished);
   std::int32_t sample(Live& live, std::span<const float> logits);
   void on_token(Live& live, std::int32_t token);
-  void finish(Live& live, const std::string& reason);
+  void finish(Live& live, FinishReason reason);
   void fail_live(Live& live, const Error& error);
   void remove_finished();
-  SeqResult result_of(const Live& live, const std::string& reason) const;
+  SeqResult result_of(const Live& live, FinishReason reason) const;
   void fail_pending(Pending& pending, const Error& error);
   void pin_history(Live& live, SeqResult& result);
   bool break_oldest_tool_pin();

@@ -13,6 +13,7 @@
 
 #include "common/cache_stats.hpp"
 #include "common/sampling_settings.hpp"
+#include "common/status.hpp"
 
 namespace arbor {
 
@@ -113,10 +114,10 @@ struct SeqResult {
   std::string text;                  // decoded, cut at a stop string
   std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   double ttft_ms = 0, prefill_ms = 0, decode_ms = 0, queue_ms = 0;
-  std::string finish_reason;  // "stop" | "length" | "cancelled" | "prefill"
+  FinishReason finish_reason = FinishReason::stop;  // stop | length | cancelled | prefill | error (common/status.hpp)
   // With json_schema: the document (== text) once it is complete, parsed and
-  // validated against the schema; "" when generation stopped before (finish "length",
-  // "cancelled").
+  // validated against the schema; "" when generation stopped before (finish length,
+  // cancelled).
   std::string json;
   std::uint64_t pin_id = 0;  // with SeqRequest::pin_ttl_ms: the pin holding its history; 0 = none
 };
@@ -231,7 +232,7 @@ typename Inspector::result_type inspect(Inspector& f, TreeReply& x) {
 struct ToolCallRecord {
   std::string name;
   std::string arguments;  // the generated arguments (compact JSON)
-  std::string status;     // "ok" | "error" (the handler failed, threw, or returned invalid UTF-8) | "timeout"
+  ToolStatus status = ToolStatus::ok;  // ok | error (the handler failed, threw, or returned invalid UTF-8) | timeout
   std::string result;     // what the model was given back (an error message when not "ok")
   double ms = 0;          // call sent -> result (or timeout)
 };
@@ -248,7 +249,7 @@ struct ToolEvent {
   std::string tool;
   bool result = false;
   std::string arguments;  // the call: its arguments (compact JSON)
-  std::string status;     // the result: "ok" | "error" | "timeout"
+  ToolStatus status = ToolStatus::ok;  // the result: ok | error | timeout (not read for the call)
   double ms = 0;
   std::uint64_t bytes = 0;  // the result's size as the model gets it
 };
@@ -277,7 +278,7 @@ typename Inspector::result_type inspect(Inspector& f, ToolDone& x) {
 struct AgentReport {
   std::string id;
   std::string parent;
-  std::string status;  // "ok" | "failed" | "timeout" | "cancelled"
+  AgentStatus status = AgentStatus::ok;  // ok | failed | timeout | cancelled
   std::string output;
   std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   std::uint64_t warmup_tokens = 0;

@@ -49,10 +49,10 @@ std::optional<DepsReply> resolve(const RunState& s, const std::vector<std::strin
   reply.ok = true;
   for (const auto& id : ids) {
     auto it = s.reports.find(id);
-    if (it == s.reports.end() || it->second.status == "cancelled") return std::nullopt;
-    if (it->second.status != "ok") {
+    if (it == s.reports.end() || it->second.status == AgentStatus::cancelled) return std::nullopt;
+    if (it->second.status != AgentStatus::ok) {
       reply.ok = false;
-      reply.error = "dependency '" + id + "' " + it->second.status + ": " + it->second.error;
+      reply.error = "dependency '" + id + "' " + to_string(it->second.status) + ": " + it->second.error;
       return reply;
     }
     reply.ids.push_back(id);
@@ -74,7 +74,7 @@ void answer_waiters(RunSelf self) {
 SeqResult cancelled_result(std::uint64_t request_id) {
   SeqResult r;
   r.request_id = request_id;
-  r.finish_reason = "cancelled";
+  r.finish_reason = FinishReason::cancelled;
   return r;
 }
 
@@ -127,12 +127,13 @@ void on_cancel(RunSelf self, const CancelRequest& c) {
   waiting.erase(it);
 }
 
-void finalize(RunSelf self, const std::string& status, const std::string& error) {
+void finalize(RunSelf self, RunStatus status, const std::string& error) {
   auto& s = self->state;
   if (s.finalizing) return;
   s.finalizing = true;
   for (auto& root : s.roots) self->send_exit(root, caf::exit_reason::user_shutdown);
-  for (auto& w : s.waiters) w.promise.deliver(DepsReply{false, "the run ended (" + status + ")", {}, {}});
+  for (auto& w : s.waiters)
+    w.promise.deliver(DepsReply{false, std::string("the run ended (") + to_string(status) + ")", {}, {}});
   s.waiters.clear();
   for (auto& w : s.outbox.waiting) w.promise.deliver(cancelled_result(w.request.request_id));
   s.outbox.waiting.clear();
@@ -162,8 +163,8 @@ void on_report(RunSelf self, AgentReport& r) {
         if (st.finalizing) return;
         st.sink->on_event(RunEvent{RunEvent::Kind::agent_finished, r.id, r.output, r.status, &snap, nullptr});
         if (!st.root_ids.contains(r.id)) return;
-        if (r.status != "ok") return finalize(self, "failed", r.error);
-        if (++st.roots_done == st.root_ids.size()) finalize(self, "ok", "");
+        if (r.status != AgentStatus::ok) return finalize(self, RunStatus::failed, r.error);
+        if (++st.roots_done == st.root_ids.size()) finalize(self, RunStatus::ok, "");
       });
 }
 
@@ -176,34 +177,36 @@ RunActor::behavior_type run_actor(RunSelf self, std::shared_ptr<RunEnv> env, std
     auto it = st.root_of.find(dm.source);
     // Roots report before they quit; a root that did not report crashed.
     if (it == st.root_of.end() || st.reports.contains(it->second)) return;
-    finalize(self, "failed", "agent '" + it->second + "' stopped without reporting (" +
-                                 self->system().render(dm.reason) + ")");
+    finalize(self, RunStatus::failed,
+             "agent '" + it->second + "' stopped without reporting (" + self->system().render(dm.reason) + ")");
   });
   return {
       [self](start_atom) {
         auto& st = self->state;
         st.start = Clock::now();
-        st.sink->on_event(RunEvent{RunEvent::Kind::run_started, "", "", "running", nullptr, nullptr});
-        if (st.env->plan->agents.empty()) return finalize(self, "ok", "");
+        st.sink->on_event(RunEvent{RunEvent::Kind::run_started, "", "", RunStatus::running, nullptr, nullptr});
+        if (st.env->plan->agents.empty()) return finalize(self, RunStatus::ok, "");
         for (const auto& plan : st.env->plan->agents) {
           st.root_ids.insert(plan.id);
           st.roots.push_back(spawn_agent(self, st.env, &plan, RunActor{self}, ReportListener()));
           st.root_of[st.roots.back().address()] = plan.id;
         }
       },
-      [self](cancel_atom) { finalize(self, "cancelled", "the run was cancelled"); },
+      [self](cancel_atom) { finalize(self, RunStatus::cancelled, "the run was cancelled"); },
       [self](AgentStarted& a) {
         if (self->state.finalizing) return;
-        self->state.sink->on_event(RunEvent{RunEvent::Kind::agent_started, a.id, "", "running", nullptr, nullptr});
+        self->state.sink->on_event(
+            RunEvent{RunEvent::Kind::agent_started, a.id, "", AgentStatus::running, nullptr, nullptr});
       },
       [self](TokenEvent& t) {
         if (self->state.finalizing) return;
-        self->state.sink->on_event(RunEvent{RunEvent::Kind::token, t.tag, t.text, "", nullptr, nullptr});
+        self->state.sink->on_event(RunEvent{RunEvent::Kind::token, t.tag, t.text, {}, nullptr, nullptr});
       },
       [self](ToolEvent& t) {
         if (self->state.finalizing) return;
         const auto kind = t.result ? RunEvent::Kind::tool_result : RunEvent::Kind::tool_call;
-        self->state.sink->on_event(RunEvent{kind, t.agent_id, t.arguments, t.status, nullptr, &t});
+        const EventStatus status = t.result ? EventStatus(t.status) : EventStatus();  // a call has none yet
+        self->state.sink->on_event(RunEvent{kind, t.agent_id, t.arguments, status, nullptr, &t});
       },
       [self](AgentReport& r) { on_report(self, r); },
       [self](SeqRequest& req) { return on_request(self, req); },

@@ -30,7 +30,7 @@ struct RunEvent {
   Kind kind = Kind::run_started;
   std::string agent_id;
   std::string text;
-  std::string status;
+  EventStatus status;                    // common/status.hpp: none, the agent's, the run's or the tool call's
   const CacheSnapshot* cache = nullptr;  // agent_finished, run_finished
   const ToolEvent* tool = nullptr;       // tool_call, tool_result
 };
@@ -42,9 +42,8 @@ class RunSink {
   virtual ~RunSink() = default;
   virtual void on_event(const RunEvent& event) = 0;
   virtual void on_agent(const AgentReport& report) = 0;
-  // Last call: the run is over (status "ok" | "failed" | "cancelled").
-  virtual void on_finished(const std::string& status, const std::string& error, double wall_ms,
-                           const CacheSnapshot& cache) = 0;
+  // Last call: the run is over (status ok, failed or cancelled).
+  virtual void on_finished(RunStatus status, const std::string& error, double wall_ms, const CacheSnapshot& cache) = 0;
 };
 
 // Spawns the run actor; send it (start_atom) to begin.

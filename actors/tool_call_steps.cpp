@@ -9,7 +9,7 @@ std::vector<std::int32_t> plain_ids(const model::Tokenizer& tokenizer, std::stri
 }
 
 std::optional<CallHead> find_call_head(const model::Tokenizer& tokenizer, const SeqResult& r) {
-  if (r.finish_reason != "stop") return std::nullopt;
+  if (r.finish_reason != FinishReason::stop) return std::nullopt;
   std::string bytes;
   for (std::size_t k = 0; k < r.tokens.size(); ++k) {
     const std::size_t before = bytes.size();

@@ -110,7 +110,7 @@ void ToolLoop::on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::st
   auto fail = fail_;  // a failed attempt replaces this loop: nothing of it is used after
   if (r.json.empty())
     return fail("its tool call did not complete within " + std::to_string(kCallTokens) + " tokens (finish_reason '" +
-                 r.finish_reason + "')");
+                to_string(r.finish_reason) + "')");
   auto parsed = model::parse_tool_call(r.json);
   const workflows::Tool* tool = parsed && env_.tools ? env_.tools->find(parsed->name) : nullptr;
   if (!tool) return fail("its tool call names no tool it may use: " + r.json);
@@ -123,8 +123,8 @@ void ToolLoop::on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::st
   known_len_ = prompt_len + (r.tokens.empty() ? 0 : r.tokens.size() - 1);
   ++calls_;
   ++report_.tool_calls;
-  record_ = ToolCallRecord{parsed->name, parsed->arguments.dump(), "", "", 0};
-  notify_(ToolEvent{"", record_.name, false, record_.arguments, "", 0, 0});
+  record_ = ToolCallRecord{parsed->name, parsed->arguments.dump(), ToolStatus::ok, "", 0};  // finish_call sets status
+  notify_(ToolEvent{"", record_.name, false, record_.arguments, ToolStatus::ok, 0, 0});
   call_id_ = next_request_id();
   call_start_ = Clock::now();
   const std::uint64_t id = call_id_;
@@ -136,23 +136,23 @@ void ToolLoop::on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::st
 
 void ToolLoop::on_done(ToolDone& done) {
   if (done.call_id == 0 || done.call_id != call_id_) return;  // late: the call timed out, or an earlier attempt's
-  finish_call(done.ok ? "ok" : "error", std::move(done.output), done.ms);
+  finish_call(done.ok ? ToolStatus::ok : ToolStatus::error, std::move(done.output), done.ms);
 }
 
 void ToolLoop::on_timeout(std::uint64_t call_id) {
   if (call_id != call_id_) return;
   env_.tool_runner->forget(call_id);
-  finish_call("timeout",
+  finish_call(ToolStatus::timeout,
               "the tool did not answer within " + std::to_string(plan_.tool_timeout_ms) +
                   " ms (tool_timeout_ms); a result that comes later is dropped",
               ms_since(call_start_));
 }
 
-void ToolLoop::finish_call(const std::string& status, std::string text, double ms) {
+void ToolLoop::finish_call(ToolStatus status, std::string text, double ms) {
   call_id_ = 0;
   report_.tool_ms += ms;
   record_.status = status;
-  record_.result = status == "ok" ? cut_result(std::move(text)) : "error: " + cut_result(std::move(text));
+  record_.result = status == ToolStatus::ok ? cut_result(std::move(text)) : "error: " + cut_result(std::move(text));
   record_.ms = ms;
   report_.tool_trace.push_back(record_);
   notify_(ToolEvent{"", record_.name, true, "", status, ms, record_.result.size()});

@@ -91,7 +91,7 @@ class ToolLoop {
   void call(std::vector<std::int32_t> head_ids, std::string head_text);
   void on_call(SeqResult& r, std::vector<std::int32_t> head_ids, std::string head_text, std::size_t prompt_len);
   void on_timeout(std::uint64_t call_id);
-  void finish_call(const std::string& status, std::string text, double ms);
+  void finish_call(ToolStatus status, std::string text, double ms);
   void final_round();
 
   ToolDoneListener agent_;

@@ -13,7 +13,8 @@ install(TARGETS ${arbor_libraries} arbor EXPORT arborTargets
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/arbor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/common/result.hpp ${PROJECT_SOURCE_DIR}/common/document_access.hpp
   ${PROJECT_SOURCE_DIR}/common/cache_stats.hpp
-  ${PROJECT_SOURCE_DIR}/common/sampling_settings.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/common)
+  ${PROJECT_SOURCE_DIR}/common/sampling_settings.hpp ${PROJECT_SOURCE_DIR}/common/status.hpp
+  ${PROJECT_SOURCE_DIR}/common/enum_names.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/common)
 install(EXPORT arborTargets NAMESPACE arbor:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/arbor)
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/ArborDeps.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/arbor)

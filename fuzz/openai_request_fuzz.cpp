@@ -45,7 +45,7 @@ void check_accepted(const CompletionRequest& r, bool chat) {
 void check_documents(const std::string& text, bool chat) {
   arbor::GenerateResult result;
   result.text = text;
-  result.finish_reason = "length";
+  result.finish_reason = arbor::FinishReason::length;
   const std::string whole = dump(completion_response(chat, "id", 0, "m", result));
   ARBOR_FUZZ_CHECK(is_valid_utf8(whole), whole);
   const std::string frame = sse_data(completion_chunk(chat, "id", 0, "m", text, true, "stop"));

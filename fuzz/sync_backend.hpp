@@ -33,7 +33,7 @@ class SyncBackend final : public server::Backend {
       if (on_token) on_token(piece);
       result.text += piece;
     }
-    result.finish_reason = result.text.size() < text.size() ? "length" : "stop";
+    result.finish_reason = result.text.size() < text.size() ? FinishReason::length : FinishReason::stop;
     on_done(result);
     return std::shared_ptr<server::Generation>(std::make_shared<NoGeneration>());
   }
@@ -48,14 +48,15 @@ class SyncBackend final : public server::Backend {
     run->result.run_id = "run-" + std::to_string(++num_runs_);
     run->result.tenant = tenant;
     run->result.workflow = plan->name;
-    run->result.status = "ok";
+    run->result.status = RunStatus::ok;
     auto emit = [&](Event::Kind kind, const std::string& agent, const std::string& text) {
       Event e;
       e.kind = kind;
       e.run_id = run->result.run_id;
       e.agent_id = agent;
       e.text = text;
-      if (kind == Event::Kind::agent_finished || kind == Event::Kind::run_finished) e.status = "ok";
+      if (kind == Event::Kind::agent_finished) e.status = AgentStatus::ok;
+      if (kind == Event::Kind::run_finished) e.status = RunStatus::ok;
       on_event(e);
     };
     emit(Event::Kind::run_started, "", "");
@@ -69,7 +70,7 @@ class SyncBackend final : public server::Backend {
       AgentResult agent;
       agent.id = a.id;
       agent.parent = a.parent_id;
-      agent.status = "ok";
+      agent.status = AgentStatus::ok;
       agent.output = output;
       run->result.agents.push_back(std::move(agent));
     });

@@ -1,48 +1,18 @@
 // The runtime settings' one parser and checker (arbor/config.hpp).
 #include "arbor/config.hpp"
 
-#include <array>
 #include <utility>
+
+#include "common/enum_names.hpp"
 
 namespace arbor {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, DeviceChoice>, 3> kDevices = {
+constexpr EnumNames<DeviceChoice, 3> kDevices = {
     {{"cpu", DeviceChoice::cpu}, {"cuda", DeviceChoice::cuda}, {"auto", DeviceChoice::automatic}}};
-constexpr std::array<std::pair<std::string_view, Eviction>, 3> kEvictions = {
+constexpr EnumNames<Eviction, 3> kEvictions = {
     {{"lru", Eviction::lru}, {"lfu", Eviction::lfu}, {"workflow", Eviction::workflow}}};
-constexpr std::array<std::pair<std::string_view, Precision>, 2> kPrecisions = {
-    {{"accurate", Precision::accurate}, {"fast", Precision::fast}}};
-
-template <class Enum, std::size_t N>
-std::vector<std::string> names_of(const std::array<std::pair<std::string_view, Enum>, N>& table) {
-  std::vector<std::string> out;
-  for (const auto& [name, value] : table) out.emplace_back(name);
-  return out;
-}
-
-template <class Enum, std::size_t N>
-const char* name_of(const std::array<std::pair<std::string_view, Enum>, N>& table, Enum value) {
-  for (const auto& [name, v] : table)
-    if (v == value) return name.data();
-  return "unknown";
-}
-
-// "lru, lfu or workflow"
-std::string choices(const std::vector<std::string>& names) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  return out;
-}
-
-template <class Enum, std::size_t N>
-Result<Enum> parse_name(const std::array<std::pair<std::string_view, Enum>, N>& table, std::string_view name) {
-  for (const auto& [n, v] : table)
-    if (n == name) return v;
-  return fail(ErrorCode::invalid_argument,
-              "must be " + choices(names_of(table)) + " (got '" + std::string(name.substr(0, 64)) + "')");
-}
+constexpr EnumNames<Precision, 2> kPrecisions = {{{"accurate", Precision::accurate}, {"fast", Precision::fast}}};
 
 template <class Int>
 Result<void> check_range(const char* name, Int value, SettingRange range) {

@@ -71,12 +71,12 @@ void on_call(Flow& f, const actors::CallHead& head, const std::optional<SeqResul
   out.json.clear();
   auto parsed = call.json.empty() ? Result<model::ToolCall>(fail(ErrorCode::internal, "")) : model::parse_tool_call(call.json);
   if (!parsed) {  // cut by max_tokens (or cancelled): no call
-    out.finish_reason = call.finish_reason == "cancelled" ? "cancelled" : "length";
+    out.finish_reason = call.finish_reason == FinishReason::cancelled ? FinishReason::cancelled : FinishReason::length;
     return finish(f, out);
   }
   const auto close = actors::call_tail_ids(f.model->tokenizer());
   out.tokens.insert(out.tokens.end(), close.begin(), close.end());
-  out.finish_reason = "tool_calls";
+  out.finish_reason = FinishReason::tool_calls;
   finish(f, out, {ChatToolCall{new_call_id(), parsed->name, parsed->arguments_text}});
 }
 
@@ -85,7 +85,7 @@ void call_step(const FlowPtr& f, actors::CallHead head, std::optional<SeqResult>
   const std::int64_t budget = std::int64_t(f->req.sampling.max_tokens) - (first ? std::int64_t(first->generated_tokens) : 0);
   if (budget <= 0) {  // the tag used the last token: no room for the call
     SeqResult out = *first;
-    out.finish_reason = "length";
+    out.finish_reason = FinishReason::length;
     return finish(*f, out);
   }
   SeqRequest call = actors::call_request(f->req, f->req.prompt, head.ids, f->tools->call_schema, int(budget));
@@ -101,7 +101,7 @@ void call_step(const FlowPtr& f, actors::CallHead head, std::optional<SeqResult>
     }
   }
   SeqResult out = first.value_or(SeqResult{});
-  out.finish_reason = "cancelled";
+  out.finish_reason = FinishReason::cancelled;
   finish(*f, out);
 }
 

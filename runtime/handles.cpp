@@ -92,7 +92,7 @@ void RunHandle::State::on_agent(const actors::AgentReport& report) {
   note_instance(report.id);
 }
 
-void RunHandle::State::on_finished(const std::string& status, const std::string& error, double wall_ms,
+void RunHandle::State::on_finished(RunStatus status, const std::string& error, double wall_ms,
                                    const actors::CacheSnapshot&) {
   // No event follows: let go of the callback, which may own what owns this handle (the
   // server's run entry holds the handle and its callback holds the entry).
@@ -121,8 +121,8 @@ RunResult RunHandle::State::current() const {
     AgentResult a;
     a.id = id;
     a.parent = parent;
-    a.status = finished && result.status == "cancelled" ? "cancelled" : "pending";
-    if (finished) a.error = "did not run to completion (run " + result.status + ")";
+    a.status = finished && result.status == RunStatus::cancelled ? AgentStatus::cancelled : AgentStatus::pending;
+    if (finished) a.error = std::string("did not run to completion (run ") + to_string(result.status) + ")";
     r.agents.push_back(a);
   };
   plan->visit([&](const workflows::AgentPlan& p) {
@@ -195,7 +195,7 @@ GenerateResult GenerationHandle::wait() {
   auto r = result();
   if (r) return *r;
   GenerateResult g;
-  g.finish_reason = "error";
+  g.finish_reason = FinishReason::error;
   g.text = r.error().describe();
   return g;
 }

@@ -42,7 +42,7 @@ nlohmann::ordered_json event_json(const Event& e) {
   } else if (e.kind == Event::Kind::token || !e.text.empty()) {
     j["text"] = e.text;
   }
-  if (!e.status.empty()) j["status"] = e.status;
+  if (!std::holds_alternative<std::monostate>(e.status)) j["status"] = to_string(e.status);
   if (e.kind == Event::Kind::tool_result) {
     j["ms"] = e.tool_ms;
     j["bytes"] = e.tool_bytes;
@@ -70,7 +70,7 @@ std::string to_json(const RunResult& r) {
                         {"warmup_tokens", a.warmup_tokens},
                         {"ttft_ms", a.ttft_ms},
                         {"duration_ms", a.duration_ms}};
-    if (a.status != "ok" && !a.error.empty()) j["error"] = a.error;
+    if (a.status != AgentStatus::ok && !a.error.empty()) j["error"] = a.error;
     if (a.json) j["json"] = document(*a.json);
     if (a.tool_calls > 0) {
       j["tool_calls"] = a.tool_calls;

@@ -186,7 +186,7 @@ Result<RunHandle> Runtime::start(const std::string& workflow, RunOptions options
   state->result.run_id = env->run_id;
   state->result.workflow = shared_plan->name;
   state->result.tenant = env->tenant;
-  state->result.status = "running";
+  state->result.status = RunStatus::running;
   auto run = actors::spawn_run_actor(*impl_->system, env, state);
   {
     std::lock_guard lock(state->mu);

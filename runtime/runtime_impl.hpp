@@ -47,7 +47,7 @@ struct RunHandle::State : actors::RunSink {
 
   void on_event(const actors::RunEvent& event) override;
   void on_agent(const actors::AgentReport& report) override;
-  void on_finished(const std::string& status, const std::string& error, double wall_ms,
+  void on_finished(RunStatus status, const std::string& error, double wall_ms,
                    const actors::CacheSnapshot& cache) override;
   RunResult current() const;  // under mu
   void note_instance(const std::string& agent_id);  // under mu

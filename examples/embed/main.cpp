@@ -35,5 +35,5 @@ int main(int argc, char** argv) {
   }
   std::printf("generate: %s\n", generated->text.c_str());
   std::printf("%s\n", arbor::to_json((*runtime)->cache_stats()).c_str());
-  return result->status == "ok" ? 0 : 1;
+  return result->status == arbor::RunStatus::ok ? 0 : 1;
 }

@@ -103,7 +103,8 @@ Result<Figures> measure(const ToolsOptions& o, int ttl_ms) {
   const RunResult run = h->wait();
   Figures f;
   f.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (run.status != "ok") return fail(ErrorCode::failed, "the run ended " + run.status + ": " + run.error);
+  if (run.status != RunStatus::ok)
+    return fail(ErrorCode::failed, std::string("the run ended ") + to_string(run.status) + ": " + run.error);
   for (const auto& a : run.agents) {
     f.recomputed += a.tool_recomputed_tokens;
     f.computed += a.computed_tokens;

@@ -63,7 +63,7 @@ Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, c
                                  {.workflow_is_text = true, .documents = DocumentAccess::local_to(base_dir)});
   if (!handle) return std::unexpected(handle.error());
   const RunResult run = handle->wait();
-  if (run.status != "ok") return fail(ErrorCode::failed, "benchmark run failed: " + run.error);
+  if (run.status != RunStatus::ok) return fail(ErrorCode::failed, "benchmark run failed: " + run.error);
   const CacheStats stats = (*runtime)->cache_stats();
   Figures f;
   f.wall_ms = run.wall_ms;

@@ -83,7 +83,7 @@ int run_generate(GenerateOptions& o) {
                  result.prompt_tokens, result.cached_tokens, result.generated_tokens, result.prefill_ms,
                  result.decode_ms > 0 ? 1000.0 * double(result.generated_tokens) / result.decode_ms : 0.0);
   }
-  return result.finish_reason == "cancelled" ? kExitFailed : kExitOk;
+  return result.finish_reason == FinishReason::cancelled ? kExitFailed : kExitOk;
 }
 
 Runner setup(CLI::App& app) {

@@ -69,17 +69,17 @@ void reword_errors(RunResult& run) {
 }
 
 void print_text_report(const RunResult& run) {
-  std::printf("== %s (tenant %s): %s in %.0f ms\n", run.workflow.c_str(), run.tenant.c_str(), run.status.c_str(),
+  std::printf("== %s (tenant %s): %s in %.0f ms\n", run.workflow.c_str(), run.tenant.c_str(), to_string(run.status),
               run.wall_ms);
   if (!run.error.empty()) std::printf("   error: %s\n", run.error.c_str());
   for (const AgentResult& a : run.agents) {
     std::printf("-- %s [%s] prompt %zu (cached %zu, computed %zu), generated %zu, %.0f ms\n", a.id.c_str(),
-                a.status.c_str(), a.prompt_tokens, a.cached_tokens, a.computed_tokens, a.generated_tokens,
+                to_string(a.status), a.prompt_tokens, a.cached_tokens, a.computed_tokens, a.generated_tokens,
                 a.duration_ms);
     if (a.warmup_tokens > 0) std::printf("   warm-up: prefilled %zu prefix tokens for its sub-agents\n", a.warmup_tokens);
     for (const ToolCallInfo& t : a.tool_trace)
-      std::printf("   tool %s %s: %s in %.0f ms (%zu bytes)\n", t.name.c_str(), t.arguments.c_str(), t.status.c_str(),
-                  t.ms, t.result.size());
+      std::printf("   tool %s %s: %s in %.0f ms (%zu bytes)\n", t.name.c_str(), t.arguments.c_str(),
+                  to_string(t.status), t.ms, t.result.size());
     if (!a.error.empty()) std::printf("   error: %s\n", a.error.c_str());
     if (!a.output.empty()) std::printf("   %s\n", a.output.c_str());
   }
@@ -132,7 +132,7 @@ int run_workflows(const RunOptions& o) {
 
   bool all_ok = true;
   for (RunResult& r : results) {
-    all_ok = all_ok && r.status == "ok";
+    all_ok = all_ok && r.status == RunStatus::ok;
     reword_errors(r);
   }
   if (o.json) {

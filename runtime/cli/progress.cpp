@@ -71,7 +71,7 @@ void ProgressTracker::on_event(const Event& e, ProgressClock::time_point now) {
     case Event::Kind::agent_finished:
       count_new_agent(e);
       running_.erase({e.run_id, e.agent_id});
-      ++(e.status == "ok" ? counts_.done : counts_.failed);
+      ++(e.status == EventStatus(AgentStatus::ok) ? counts_.done : counts_.failed);
       counts_.hit_ratio = e.cache.hit_ratio;
       break;
     case Event::Kind::token:

@@ -133,7 +133,12 @@ Result<GenerateResult> outcome_from_wire(const std::string& text) {
     r.ttft_ms = x.at("ttft_ms");
     r.prefill_ms = x.at("prefill_ms");
     r.decode_ms = x.at("decode_ms");
-    r.finish_reason = x.at("finish_reason");
+    auto reason = parse_finish_reason(x.at("finish_reason").get<std::string>());
+    if (!reason)
+      return fail(ErrorCode::corrupt_data, "cluster wire: generation outcome from a peer: finish_reason " +
+                                               reason.error().message + "; run the same Arbor version on the router "
+                                               "and its nodes");
+    r.finish_reason = *reason;
     r.tool_calls = calls_from(x.at("tool_calls"));
     if (x.contains("json")) r.json = nlohmann::ordered_json::parse(x.at("json").get<std::string>());
     return r;

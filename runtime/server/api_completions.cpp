@@ -85,7 +85,7 @@ void Api::completions(const HttpRequest& req, const ExchangePtr& ex, const Princ
       live_.erase(live_id);
     }
     slot->release();
-    const bool cancelled = outcome && outcome->finish_reason == "cancelled";
+    const bool cancelled = outcome && outcome->finish_reason == FinishReason::cancelled;
     if (outcome) metrics_.record_generation(tenant, *outcome);
     if (!outcome || cancelled) {
       const ApiError e = outcome ? cancelled_by_shutdown() : from_error(outcome.error());

@@ -49,7 +49,7 @@ void Api::start_run(const HttpRequest& req, const ExchangePtr& ex, const Princip
   nlohmann::ordered_json j;
   j["id"] = id;
   j["object"] = "run";
-  j["status"] = "running";
+  j["status"] = RunStatus::running;
   j["tenant"] = p.tenant;
   j["links"] = {{"self", "/v1/runs/" + id}, {"events", "/v1/runs/" + id + "/events"}};
   reply_json(ex, p.tenant, route, 202, dump(j));
@@ -73,7 +73,7 @@ void Api::list_runs(const ExchangePtr& ex, const Principal& p) {
     o["id"] = id;
     o["tenant"] = entry->tenant();
     const auto retired = entry->retired_status();
-    o["status"] = retired ? *retired : control ? control->snapshot().status : "starting";
+    o["status"] = retired ? to_string(*retired) : control ? to_string(control->snapshot().status) : "starting";
     data.push_back(std::move(o));
   }
   reply_json(ex, p.tenant, "/v1/runs", 200, dump(nlohmann::ordered_json{{"object", "list"}, {"data", data}}));

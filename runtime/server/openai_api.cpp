@@ -183,8 +183,8 @@ std::expected<CompletionRequest, ApiError> parse_completion_request(const json& 
 }
 
 std::string finish_reason(const GenerateResult& result) {
-  if (result.finish_reason == "length" || result.finish_reason == "tool_calls") return result.finish_reason;
-  return "stop";
+  const FinishReason r = result.finish_reason;
+  return to_string(r == FinishReason::length || r == FinishReason::tool_calls ? r : FinishReason::stop);
 }
 
 nlohmann::ordered_json tool_calls_json(const GenerateResult& result, bool delta) {

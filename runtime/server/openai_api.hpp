@@ -29,8 +29,8 @@ std::expected<CompletionRequest, ApiError> parse_completion_request(const nlohma
                                                                     int max_tokens_cap,
                                                                     std::string_view raw_body = {});
 
-// OpenAI finish_reason of a runtime one ("stop" | "length" | "tool_calls"; "cancelled"
-// -> "stop").
+// OpenAI finish_reason of a runtime one: "length" and "tool_calls" as they are, any
+// other "stop".
 std::string finish_reason(const GenerateResult& result);
 
 // The result's tool_calls as OpenAI writes them: [{id, type: "function", function:

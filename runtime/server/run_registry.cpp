@@ -115,11 +115,11 @@ void RunEntry::drop_token_frames() {
   for (const auto& f : log_) log_bytes_ += f.sse.size();
 }
 
-void RunEntry::retire(std::string document, std::string status) {
+void RunEntry::retire(std::string document, RunStatus status) {
   std::shared_ptr<RunControl> control;  // released outside the lock
   std::lock_guard lock(mutex_);
   document_ = std::move(document);
-  status_ = std::move(status);
+  status_ = status;
   control = std::move(control_);
 }
 
@@ -128,7 +128,7 @@ std::optional<std::string> RunEntry::document() const {
   return document_;
 }
 
-std::optional<std::string> RunEntry::retired_status() const {
+std::optional<RunStatus> RunEntry::retired_status() const {
   std::lock_guard lock(mutex_);
   return status_;
 }

@@ -47,10 +47,10 @@ class RunEntry {
   void hold_slot(AdmissionSlot slot);
   AdmissionSlot take_slot();
   // Keeps `document` (the run's final JSON) and `status` and lets go of the RunControl.
-  void retire(std::string document, std::string status);
+  void retire(std::string document, RunStatus status);
   // The final document once retired, else nullopt.
   std::optional<std::string> document() const;
-  std::optional<std::string> retired_status() const;
+  std::optional<RunStatus> retired_status() const;
   // Bytes this entry holds: its log and document (what retention is bounded by).
   std::size_t retained_bytes() const;
 
@@ -71,7 +71,8 @@ class RunEntry {
   std::size_t log_bytes_ = 0;
   std::vector<std::shared_ptr<Exchange>> followers_;
   bool finished_ = false;
-  std::optional<std::string> document_, status_;
+  std::optional<std::string> document_;
+  std::optional<RunStatus> status_;
   std::atomic<bool> settled_{false};
   AdmissionSlot slot_;
 };

@@ -91,7 +91,7 @@ TEST(BatchEngineChunks, CancelledLeaderMidPrefillThenResubmittedEqualsFreshRun) 
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(h.step_checked());  // 25 of ~60 prefix tokens: 2nd page part-written
   ASSERT_FALSE(h.results.contains(team[0]));
   h.s->cancel(team[0]);
-  ASSERT_EQ(h.results.at(team[0]).finish_reason, "cancelled");
+  ASSERT_EQ(h.results.at(team[0]).finish_reason, FinishReason::cancelled);
   EXPECT_EQ(h.s->check_invariants(), "");
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(h.step_checked());
   const auto again = h.submit(chat_prompt(shared_system(kShort), "Summarise guideline 3."), 4);  // team[0]'s

@@ -60,7 +60,7 @@ std::vector<std::uint64_t> submit_mixed(Harness& h) {
 void expect_valid(const SeqResult& r, const std::string& schema_text) {
   SCOPED_TRACE(schema_text);
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.finish_reason, "stop") << r.text;
+  EXPECT_EQ(r.finish_reason, FinishReason::stop) << r.text;
   ASSERT_FALSE(r.json.empty()) << "no complete document: " << r.text;
   EXPECT_EQ(r.json, r.text);
   const auto value = model::Json::parse(r.json, nullptr, false);
@@ -138,7 +138,7 @@ TEST(BatchEngineConstrained, ABudgetThatRunsOutLeavesNoDocumentAndStopStringsDoN
   h.drain();
   const auto& r = h.results.at(cut);
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.finish_reason, "length");
+  EXPECT_EQ(r.finish_reason, FinishReason::length);
   EXPECT_EQ(r.generated_tokens, 3u);
   EXPECT_EQ(r.json, "");
   EXPECT_FALSE(r.text.empty());

@@ -110,10 +110,10 @@ TEST(BatchEngine, CancelQueuedAndLiveRequests) {
   h.s->step();  // the first is live, the second queued
   h.s->step();
   h.s->cancel(ids[1]);
-  EXPECT_EQ(h.results.at(ids[1]).finish_reason, "cancelled");
+  EXPECT_EQ(h.results.at(ids[1]).finish_reason, FinishReason::cancelled);
   for (int i = 0; i < 3; ++i) h.s->step();
   h.s->cancel(ids[0]);
-  EXPECT_EQ(h.results.at(ids[0]).finish_reason, "cancelled");
+  EXPECT_EQ(h.results.at(ids[0]).finish_reason, FinishReason::cancelled);
   EXPECT_LT(h.results.at(ids[0]).generated_tokens, 100u);
   EXPECT_GT(h.results.at(ids[0]).generated_tokens, 0u);
   EXPECT_FALSE(h.s->has_work());
@@ -126,7 +126,7 @@ TEST(BatchEngine, PrefillOnlyWarmsTheCacheAndPinsHoldIt) {
   c.start(shared_system(), "Hi");
   const auto warm = h.submit(c.system_ids(), 0, "t", "run-9");
   h.drain();
-  EXPECT_EQ(h.results.at(warm).finish_reason, "prefill");
+  EXPECT_EQ(h.results.at(warm).finish_reason, FinishReason::prefill);
   EXPECT_EQ(h.results.at(warm).computed_tokens, c.system_ids().size());
   auto pin = h.s->pin(PinRequest{"t", "run-9", c.system_ids(), 1});
   ASSERT_TRUE(pin.ok) << pin.error;

@@ -156,7 +156,7 @@ TEST(BatchEngineToolPin, CancellingTheRunOrTheQueuedContinuationReleasesThePin) 
   ASSERT_NE(r.pin_id, 0u);
   const auto next = h.submit(continuation(call, r, r.pin_id));  // queued, not stepped
   h.s->cancel(next);
-  EXPECT_EQ(h.results.at(next).finish_reason, "cancelled");
+  EXPECT_EQ(h.results.at(next).finish_reason, FinishReason::cancelled);
   EXPECT_EQ(h.s->snapshot().pins, 0);
   h.expect_clean();
 

@@ -57,12 +57,12 @@ TEST(CliProgress, RateIsCurrentNotSinceTheStart) {
   EXPECT_DOUBLE_EQ(meter.rate(t0 + milliseconds(6200)), 30.0);
 }
 
-Event event(Event::Kind kind, std::string run, std::string agent, std::string status = "", double hit = 0) {
+Event event(Event::Kind kind, std::string run, std::string agent, EventStatus status = {}, double hit = 0) {
   Event e;
   e.kind = kind;
   e.run_id = std::move(run);
   e.agent_id = std::move(agent);
-  e.status = std::move(status);
+  e.status = status;
   e.cache.hit_ratio = hit;
   return e;
 }
@@ -77,10 +77,10 @@ TEST(CliProgress, TrackerCountsTotalRunningDoneAndFailedApart) {
   tracker.on_event(event(K::agent_started, "run-1", "a"), t0);
   tracker.on_event(event(K::agent_started, "run-0", "b"), t0);
   for (int i = 0; i < 10; ++i) tracker.on_event(event(K::token, "run-0", "a"), t0 + milliseconds(100 * i));
-  tracker.on_event(event(K::agent_finished, "run-0", "a", "ok", 0.25), t0 + milliseconds(1000));
-  tracker.on_event(event(K::agent_finished, "run-1", "a", "timeout", 0.5), t0 + milliseconds(1000));
+  tracker.on_event(event(K::agent_finished, "run-0", "a", AgentStatus::ok, 0.25), t0 + milliseconds(1000));
+  tracker.on_event(event(K::agent_finished, "run-1", "a", AgentStatus::timeout, 0.5), t0 + milliseconds(1000));
   // An agent whose dependency failed finishes without having started.
-  tracker.on_event(event(K::agent_finished, "run-1", "c", "failed", 0.5), t0 + milliseconds(1000));
+  tracker.on_event(event(K::agent_finished, "run-1", "c", AgentStatus::failed, 0.5), t0 + milliseconds(1000));
   ProgressCounts c = tracker.counts(t0 + milliseconds(1050));
   EXPECT_EQ(c.total, 5u);
   EXPECT_EQ(c.running, 1u);
@@ -100,11 +100,11 @@ TEST(CliProgress, RunTimeFanOutInstancesJoinTheTotal) {
   using K = Event::Kind;
   tracker.add_agents("run-0", {"planner", "lead"});
   tracker.on_event(event(K::agent_started, "run-0", "planner"), t0);
-  tracker.on_event(event(K::agent_finished, "run-0", "planner", "ok", 0.0), t0);
+  tracker.on_event(event(K::agent_finished, "run-0", "planner", AgentStatus::ok, 0.0), t0);
   tracker.on_event(event(K::agent_started, "run-0", "lead"), t0);
   for (const char* w : {"worker[0]", "worker[1]", "worker[2]"}) tracker.on_event(event(K::agent_started, "run-0", w), t0);
-  tracker.on_event(event(K::agent_finished, "run-0", "worker[0]", "ok", 0.0), t0);
-  tracker.on_event(event(K::agent_finished, "run-0", "worker[3]", "cancelled", 0.0), t0);  // never started
+  tracker.on_event(event(K::agent_finished, "run-0", "worker[0]", AgentStatus::ok, 0.0), t0);
+  tracker.on_event(event(K::agent_finished, "run-0", "worker[3]", AgentStatus::cancelled, 0.0), t0);  // never started
   ProgressCounts c = tracker.counts(t0);
   EXPECT_EQ(c.total, 6u);
   EXPECT_EQ(c.running, 3u);
@@ -125,14 +125,14 @@ TEST(CliProgress, ToolCallsAndResultsShowOnTheLine) {
             "[arbor] agents 2: 1 running, 0 done, 0 failed, 1 waiting | 0.0 tokens/s | cache hit 0%");
   tracker.on_event(event(K::tool_call, "run-0", "a"), t0);
   tracker.on_event(event(K::tool_call, "run-0", "b"), t0);
-  tracker.on_event(event(K::tool_result, "run-0", "a", "ok"), t0);
+  tracker.on_event(event(K::tool_result, "run-0", "a", ToolStatus::ok), t0);
   ProgressCounts c = tracker.counts(t0);
   EXPECT_EQ(c.tool_calls, 2u);
   EXPECT_EQ(c.tools_running, 1u);
   EXPECT_EQ(format_progress(c),
             "[arbor] agents 2: 1 running, 0 done, 0 failed, 1 waiting | 0.0 tokens/s | cache hit 0% | tools 2 calls, "
             "1 running");
-  tracker.on_event(event(K::tool_result, "run-0", "b", "timeout"), t0);
+  tracker.on_event(event(K::tool_result, "run-0", "b", ToolStatus::timeout), t0);
   EXPECT_EQ(tracker.counts(t0).tools_running, 0u);
 }
 

@@ -60,7 +60,7 @@ class DynamicFanOut : public CleanRuntimeTest {};
 
 TEST_F(DynamicFanOut, ManyWorkersOneEachShareThePrefixComputedOnce) {
   const RunResult r = run_text(*rt_, dynamic_workflow(titles({"a", "the longest mountain ranges", "b"})));
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   EXPECT_EQ(ids_of(r), (std::vector<std::string>{"planner", "lead", "worker[0]", "worker[1]", "worker[2]"}));
   const AgentResult* lead = agent(r, "lead");
   ASSERT_NE(lead, nullptr);
@@ -71,7 +71,7 @@ TEST_F(DynamicFanOut, ManyWorkersOneEachShareThePrefixComputedOnce) {
   for (int i = 0; i < 3; ++i) {
     const AgentResult* w = agent(r, "worker[" + std::to_string(i) + "]");
     ASSERT_NE(w, nullptr);
-    EXPECT_EQ(w->status, "ok") << w->error;
+    EXPECT_EQ(w->status, AgentStatus::ok) << w->error;
     EXPECT_EQ(w->parent, "lead");
     EXPECT_GE(w->cached_tokens, prefix / kPage * kPage) << w->id;  // read from the cache, not computed
     worker_computed += w->computed_tokens;
@@ -84,28 +84,28 @@ TEST_F(DynamicFanOut, ManyWorkersOneEachShareThePrefixComputedOnce) {
 
 TEST_F(DynamicFanOut, OneWorker) {
   const RunResult r = run_text(*rt_, dynamic_workflow(titles({"a"})));
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   EXPECT_EQ(ids_of(r), (std::vector<std::string>{"planner", "lead", "worker[0]"}));
-  EXPECT_EQ(agent(r, "worker[0]")->status, "ok");
+  EXPECT_EQ(agent(r, "worker[0]")->status, AgentStatus::ok);
 }
 
 TEST_F(DynamicFanOut, AnEmptyListSpawnsNoWorkerAndTheParentStillCompletes) {
   const RunResult r = run_text(*rt_, dynamic_workflow(nlohmann::json::array()));
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   EXPECT_EQ(ids_of(r), (std::vector<std::string>{"planner", "lead"}));
   ASSERT_TRUE(agent(r, "planner")->json.has_value());
   EXPECT_EQ(*agent(r, "planner")->json, nlohmann::ordered_json::parse(R"({"tasks":[]})"));
-  EXPECT_EQ(agent(r, "lead")->status, "ok");
+  EXPECT_EQ(agent(r, "lead")->status, AgentStatus::ok);
   EXPECT_GT(agent(r, "lead")->generated_tokens, 0u);  // its fan_in ran, over no children
 }
 
 TEST_F(DynamicFanOut, PastMaxChildrenTheParentFailsNamingTheLimitAndTheCount) {
   const RunResult r = run_text(*rt_, dynamic_workflow(titles({"a", "b", "c"}), 2));
-  ASSERT_EQ(r.status, "failed");
-  EXPECT_EQ(agent(r, "planner")->status, "ok");
+  ASSERT_EQ(r.status, RunStatus::failed);
+  EXPECT_EQ(agent(r, "planner")->status, AgentStatus::ok);
   const AgentResult* lead = agent(r, "lead");
   ASSERT_NE(lead, nullptr);
-  EXPECT_EQ(lead->status, "failed");
+  EXPECT_EQ(lead->status, AgentStatus::failed);
   EXPECT_NE(lead->error.find("for_each.output 'planner.tasks' of 'worker': 'planner' wrote 3 items, more than "
                              "max_children 2"),
             std::string::npos)
@@ -117,10 +117,10 @@ TEST_F(DynamicFanOut, PastMaxChildrenTheParentFailsNamingTheLimitAndTheCount) {
 TEST_F(DynamicFanOut, APathAbsentFromTheActualDocumentFailsTheAgentThatReadsIt) {
   const RunResult r =
       run_text(*rt_, dynamic_workflow(titles({"a"}), std::nullopt, "{{children}} then {{outputs.planner.tasks[1].title}}"));
-  ASSERT_EQ(r.status, "failed");
-  EXPECT_EQ(agent(r, "worker[0]")->status, "ok");
+  ASSERT_EQ(r.status, RunStatus::failed);
+  EXPECT_EQ(agent(r, "worker[0]")->status, AgentStatus::ok);
   const AgentResult* lead = agent(r, "lead");
-  EXPECT_EQ(lead->status, "failed");
+  EXPECT_EQ(lead->status, AgentStatus::failed);
   EXPECT_EQ(lead->error, "agent 'lead': template variable {{outputs.planner.tasks[1].title}} has no value: index 1 is "
                          "past the end of 'tasks' (1 element)");
 }
@@ -133,7 +133,7 @@ TEST(DynamicFanOutCache, OutputsAreEqualWithAndWithoutThePrefixCache) {
     auto rt = make_runtime(c);
     ASSERT_TRUE(rt);
     const RunResult r = run_text(*rt, dynamic_workflow(titles({"a", "b", "c"})));
-    ASSERT_EQ(r.status, "ok") << to_json(r);
+    ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
     for (const auto& a : r.agents) outputs[caching][a.id] = a.output;
     expect_clean(*rt);
   }
@@ -146,7 +146,7 @@ TEST_F(DynamicFanOut, ThePlannerExampleRunsWithTheDefaultModel) {
   j["defaults"]["generation"]["max_tokens"] = 4;  // the writers and the lead; the planner keeps its budget
   j["agents"][1]["generation"]["max_tokens"] = 4;
   const RunResult r = run_text(*rt_, j.dump());
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   const AgentResult* planner = agent(r, "planner");
   ASSERT_TRUE(planner && planner->json.has_value());
   const std::size_t n = (*planner->json)["tasks"].size();
@@ -156,7 +156,7 @@ TEST_F(DynamicFanOut, ThePlannerExampleRunsWithTheDefaultModel) {
   for (std::size_t i = 0; i < n; ++i) {
     const AgentResult* w = agent(r, "writer[" + std::to_string(i) + "]");
     ASSERT_NE(w, nullptr) << i;
-    EXPECT_EQ(w->status, "ok") << w->error;
+    EXPECT_EQ(w->status, AgentStatus::ok) << w->error;
     EXPECT_GT(w->cached_tokens, 0u) << w->id;  // the style guide came from the cache
   }
 }

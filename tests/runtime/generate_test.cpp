@@ -72,7 +72,7 @@ TEST(Generate, StreamedPiecesMakeTheTextAndStopStringsCut) {
   req.sampling.stop = {stop};
   auto cut = rt->generate(req);
   ASSERT_TRUE(cut);
-  EXPECT_EQ(cut->finish_reason, "stop");
+  EXPECT_EQ(cut->finish_reason, FinishReason::stop);
   EXPECT_EQ(cut->text, r.text.substr(0, r.text.find(stop)));
   expect_clean(*rt);
 }
@@ -92,7 +92,7 @@ TEST(Generate, CancelEndsAGenerationEarly) {
   started.get_future().wait();
   h->cancel();
   const auto r = h->wait();
-  EXPECT_EQ(r.finish_reason, "cancelled");
+  EXPECT_EQ(r.finish_reason, FinishReason::cancelled);
   EXPECT_LT(r.generated_tokens, 500u);
   expect_clean(*rt);
 }
@@ -133,7 +133,7 @@ TEST(Generate, CompletionCallbackComesOnceWithTheOutcome) {
   c->cancel();
   const auto cancel_outcome = cancelled.outcome.get_future().get();
   ASSERT_TRUE(cancel_outcome);
-  EXPECT_EQ(cancel_outcome->finish_reason, "cancelled");
+  EXPECT_EQ(cancel_outcome->finish_reason, FinishReason::cancelled);
 
   req.messages = {{"user", std::string(40000, 'x')}};  // longer than the context
   req.sampling.max_tokens = 4;
@@ -160,8 +160,8 @@ TEST(Generate, RuntimeDestructorCancelsWhatIsRunning) {
   auto run = rt->start(team_workflow("bye", long_system("rivers", 3), 2, 400), {.workflow_is_text = true});
   ASSERT_TRUE(run);
   rt.reset();  // must not hang
-  EXPECT_EQ(g->wait().finish_reason, "cancelled");
-  EXPECT_EQ(run->wait().status, "cancelled");
+  EXPECT_EQ(g->wait().finish_reason, FinishReason::cancelled);
+  EXPECT_EQ(run->wait().status, RunStatus::cancelled);
 }
 
 TEST(Generate, BadConfigIsRejected) {

@@ -32,7 +32,7 @@ TEST(GenerateTools, ANamedCallComesBackInToolCalls) {
   req.tool_choice_name = "add";
   auto r = rt->generate(req);
   ASSERT_TRUE(r) << r.error().describe();
-  EXPECT_EQ(r->finish_reason, "tool_calls");
+  EXPECT_EQ(r->finish_reason, FinishReason::tool_calls);
   ASSERT_EQ(r->tool_calls.size(), 1u);
   EXPECT_EQ(r->tool_calls[0].name, "add");
   EXPECT_EQ(r->tool_calls[0].id.rfind("call_", 0), 0u);
@@ -62,7 +62,8 @@ TEST(GenerateTools, ACancelledCallLeavesNothingBehind) {
     handle->cancel();
     auto r = handle->result();
     ASSERT_TRUE(r) << r.error().describe();
-    EXPECT_TRUE(r->finish_reason == "cancelled" || r->finish_reason == "tool_calls" || r->finish_reason == "stop")
+    EXPECT_TRUE(r->finish_reason == FinishReason::cancelled || r->finish_reason == FinishReason::tool_calls ||
+                r->finish_reason == FinishReason::stop)
         << r->finish_reason;
   }
   expect_clean(*rt);
@@ -74,7 +75,7 @@ TEST(GenerateTools, ToolChoiceNoneNeverCalls) {
   auto r = rt->generate(weather_request(ToolChoice::none));
   ASSERT_TRUE(r) << r.error().describe();
   EXPECT_TRUE(r->tool_calls.empty());
-  EXPECT_NE(r->finish_reason, "tool_calls");
+  EXPECT_NE(r->finish_reason, FinishReason::tool_calls);
   EXPECT_EQ(r->text.find("<tool_call>"), std::string::npos) << r->text;
   expect_clean(*rt);
 }

@@ -18,7 +18,8 @@ Event event(Event::Kind kind, const std::string& agent = "", const std::string& 
   e.run_id = "r";
   e.agent_id = agent;
   e.text = text;
-  if (kind == Event::Kind::agent_finished || kind == Event::Kind::run_finished) e.status = "ok";
+  if (kind == Event::Kind::agent_finished) e.status = AgentStatus::ok;
+  if (kind == Event::Kind::run_finished) e.status = RunStatus::ok;
   return e;
 }
 
@@ -30,7 +31,7 @@ std::shared_ptr<RunEntry> finished_run(int tokens, const std::string& piece, con
   for (int i = 0; i < tokens; ++i) entry->publish(event(Event::Kind::token, "a", piece));
   entry->publish(event(Event::Kind::agent_finished, "a", "the output"));
   entry->publish(event(Event::Kind::run_finished));
-  entry->retire(document, "ok");
+  entry->retire(document, RunStatus::ok);
   return entry;
 }
 
@@ -43,7 +44,7 @@ TEST(ServerRetention, AFinishedRunKeepsItsLifecycleNotItsTokens) {
   auto done = finished_run(1000, std::string(100, 'x'), "{\"status\":\"ok\"}");
   EXPECT_LT(done->retained_bytes(), 2'000u);
   EXPECT_EQ(done->document(), "{\"status\":\"ok\"}");
-  EXPECT_EQ(done->retired_status(), "ok");
+  EXPECT_EQ(done->retired_status(), RunStatus::ok);
   EXPECT_EQ(done->control(), nullptr);
 }
 
@@ -132,7 +133,7 @@ TEST(RuntimeRetention, AHandleWhoseCallbackOwnsItIsFreedWhenTheRunEnds) {
   ASSERT_TRUE(handle.has_value()) << handle.error().describe();
   *holder = *handle;  // the cycle: state -> callback -> holder -> handle -> state
   sentinel.reset();
-  EXPECT_EQ(handle->wait().status, "ok");
+  EXPECT_EQ(handle->wait().status, RunStatus::ok);
   EXPECT_TRUE(watch.expired());
 }
 

@@ -30,8 +30,8 @@ Measured measure(bool caching) {
 
 TEST(RuntimeAccounting, WarmUpsAreCountedApartFromPrompts) {
   const Measured on = measure(true), off = measure(false);
-  ASSERT_EQ(on.run.status, "ok") << to_json(on.run);
-  ASSERT_EQ(off.run.status, "ok") << to_json(off.run);
+  ASSERT_EQ(on.run.status, RunStatus::ok) << to_json(on.run);
+  ASSERT_EQ(off.run.status, RunStatus::ok) << to_json(off.run);
   ASSERT_EQ(on.agents.size(), 4u);
   ASSERT_EQ(off.agents.size(), 4u);
   std::size_t sum_prompt = 0, sum_warmup = 0;

@@ -37,9 +37,9 @@ TEST(RuntimeFanOut, AThousandAgentsCompleteWithinTheRunsWindow) {
                       .workflow_is_text = true});
   ASSERT_TRUE(h) << h.error().describe();
   const RunResult r = h->wait();
-  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_EQ(r.status, RunStatus::ok) << r.error;
   ASSERT_EQ(r.agents.size(), 1001u);
-  for (const auto& a : r.agents) ASSERT_EQ(a.status, "ok") << a.id << ": " << a.error;
+  for (const auto& a : r.agents) ASSERT_EQ(a.status, AgentStatus::ok) << a.id << ": " << a.error;
   std::lock_guard lock(mu);
   EXPECT_GT(most_at_scheduler, 0);
   EXPECT_LE(most_at_scheduler, 64);  // the rest waited in the run actor

@@ -18,13 +18,13 @@ class RuntimeRun : public CleanRuntimeTest {};
 
 TEST_F(RuntimeRun, ResearchTeamComputesSharedPrefixOnce) {
   const auto r = run_text(*rt_, example_with_max_tokens("research_team", 8), kFourQuestions);
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   ASSERT_EQ(r.agents.size(), 5u);
   const AgentResult* lead = agent(r, "lead");
   ASSERT_TRUE(lead);
   std::size_t prefix = 0, computed = 0;
   for (const auto& a : r.agents) {
-    EXPECT_EQ(a.status, "ok") << a.id << ": " << a.error;
+    EXPECT_EQ(a.status, AgentStatus::ok) << a.id << ": " << a.error;
     computed += a.computed_tokens;
     if (a.id != "lead") prefix = std::max(prefix, a.cached_tokens);
   }
@@ -49,13 +49,13 @@ TEST_F(RuntimeRun, ResearchTeamComputesSharedPrefixOnce) {
 TEST_F(RuntimeRun, OutputsWithCachingEqualOutputsWithout) {
   const auto wf = example_with_max_tokens("research_team", 8);
   const auto on = run_text(*rt_, wf, kFourQuestions);
-  ASSERT_EQ(on.status, "ok") << to_json(on);
+  ASSERT_EQ(on.status, RunStatus::ok) << to_json(on);
   auto config = small_config();
   config.prefix_caching = false;
   auto off_rt = make_runtime(config);
   ASSERT_TRUE(off_rt);
   const auto off = run_text(*off_rt, wf, kFourQuestions);
-  ASSERT_EQ(off.status, "ok") << to_json(off);
+  ASSERT_EQ(off.status, RunStatus::ok) << to_json(off);
   ASSERT_EQ(on.agents.size(), off.agents.size());
   std::size_t computed_on = 0, computed_off = 0;
   for (std::size_t i = 0; i < on.agents.size(); ++i) {
@@ -73,12 +73,12 @@ TEST_F(RuntimeRun, OutputsWithCachingEqualOutputsWithout) {
 
 TEST_F(RuntimeRun, NestedTeamsComplete) {
   const auto r = run_text(*rt_, example_with_max_tokens("nested_teams", 6));
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   EXPECT_EQ(r.agents.size(), 13u);
   const AgentResult* director = agent(r, "director");
   ASSERT_TRUE(director);
   for (const auto& a : r.agents) {
-    EXPECT_EQ(a.status, "ok") << a.id;
+    EXPECT_EQ(a.status, AgentStatus::ok) << a.id;
     EXPECT_FALSE(a.output.empty()) << a.id;
     if (a.parent.empty()) continue;
     EXPECT_GT(a.cached_tokens, 500u) << a.id;  // every descendant reads the director's prefix
@@ -87,7 +87,7 @@ TEST_F(RuntimeRun, NestedTeamsComplete) {
 
 TEST_F(RuntimeRun, LaterTurnsReuseTheirHistory) {
   const auto r = run_text(*rt_, example_with_max_tokens("refine_loop", 8));
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   const AgentResult* writer = agent(r, "writer");
   const AgentResult* editor = agent(r, "editor");
   ASSERT_TRUE(writer && editor);
@@ -101,16 +101,16 @@ TEST_F(RuntimeRun, LaterTurnsReuseTheirHistory) {
 
 TEST_F(RuntimeRun, TenantsShareWithinAndNeverAcross) {
   const auto a = run_text(*rt_, example_with_max_tokens("tenant_a", 6));
-  ASSERT_EQ(a.status, "ok") << to_json(a);
+  ASSERT_EQ(a.status, RunStatus::ok) << to_json(a);
   EXPECT_EQ(agent(a, "triage")->cached_tokens, 0u);
   EXPECT_GT(agent(a, "reply")->cached_tokens, 200u);  // same prefix, same tenant: hit
   const auto b = run_text(*rt_, example_with_max_tokens("tenant_b", 6));
-  ASSERT_EQ(b.status, "ok") << to_json(b);
+  ASSERT_EQ(b.status, RunStatus::ok) << to_json(b);
   EXPECT_EQ(b.tenant, "tenant-b");
   EXPECT_EQ(agent(b, "triage")->cached_tokens, 0u);  // byte-identical prefix, other tenant: miss
   EXPECT_GT(agent(b, "reply")->cached_tokens, 200u);
   const auto c = run_text(*rt_, example_with_max_tokens("tenant_a", 6), {}, std::string("tenant-c"));
-  ASSERT_EQ(c.status, "ok");
+  ASSERT_EQ(c.status, RunStatus::ok);
   EXPECT_EQ(c.tenant, "tenant-c");
   EXPECT_EQ(agent(c, "triage")->cached_tokens, 0u);  // the override is a namespace of its own
   const auto again = run_text(*rt_, example_with_max_tokens("tenant_a", 6));
@@ -137,12 +137,12 @@ TEST_F(RuntimeRun, EventsArriveInOrderWithCacheSnapshots) {
                                                                          .workflow_is_text = true});
   ASSERT_TRUE(h);
   const auto r = h->wait();
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   std::lock_guard lock(mu);
   ASSERT_GE(events.size(), 8u);
   EXPECT_EQ(events.front().kind, Event::Kind::run_started);
   EXPECT_EQ(events.back().kind, Event::Kind::run_finished);
-  EXPECT_EQ(events.back().status, "ok");
+  EXPECT_EQ(events.back().status, EventStatus(RunStatus::ok));
   EXPECT_EQ(events.back().cache.pages_locked, 0);
   std::map<std::string, std::string> streamed;
   int finished = 0;
@@ -164,9 +164,9 @@ TEST(RuntimeJson, DocumentsHaveTheDocumentedFields) {
   r.run_id = "run-1";
   r.workflow = "w";
   r.tenant = "t";
-  r.status = "failed";
-  r.agents.push_back(AgentResult{"a", "", "failed", "", 1, 2, 3, 4, 1, 5.0, 6.0, "boom"});
-  r.agents.push_back(AgentResult{"b", "a", "ok", "out", 1, 0, 1, 2, 1, 1.0, 2.0, ""});
+  r.status = RunStatus::failed;
+  r.agents.push_back(AgentResult{"a", "", AgentStatus::failed, "", 1, 2, 3, 4, 1, 5.0, 6.0, "boom"});
+  r.agents.push_back(AgentResult{"b", "a", AgentStatus::ok, "out", 1, 0, 1, 2, 1, 1.0, 2.0, ""});
   const auto j = nlohmann::json::parse(to_json(r));
   std::set<std::string> keys;
   for (auto& [k, v] : j.items()) keys.insert(k);
@@ -190,7 +190,7 @@ TEST(RuntimeJson, DocumentsHaveTheDocumentedFields) {
                         "pages_total", "pages_used", "pages_locked", "evictions", "tenants"})
     EXPECT_TRUE(c.contains(k)) << k;
   EXPECT_EQ(c["tenants"]["t"]["hit_tokens"], 4);
-  const auto g = nlohmann::json::parse(to_json(GenerateResult{"hi", {1, 2}, 3, 0, 3, 2, 1, 1, 1, "stop"}));
+  const auto g = nlohmann::json::parse(to_json(GenerateResult{"hi", {1, 2}, 3, 0, 3, 2, 1, 1, 1, FinishReason::stop}));
   EXPECT_EQ(g["finish_reason"], "stop");
   EXPECT_EQ(g["tokens"].size(), 2u);
 }
@@ -211,7 +211,7 @@ TEST(RuntimeJson, ToolEventsHaveTheDocumentedFields) {
   Event result = call;
   result.kind = Event::Kind::tool_result;
   result.text.clear();
-  result.status = "timeout";
+  result.status = ToolStatus::timeout;
   result.tool_ms = 1.5;
   result.tool_bytes = 12;
   EXPECT_EQ(event_json(result).dump(),

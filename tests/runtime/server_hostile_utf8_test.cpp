@@ -107,10 +107,10 @@ TEST_F(ServerHostileUtf8, ChatStreamChunksAreEachValidAndAddUp) {
 TEST(ServerHostileUtf8Dump, RunDocumentReplacesInvalidBytes) {
   RunResult r;
   r.run_id = "run-1";
-  r.status = "ok";
+  r.status = RunStatus::ok;
   AgentResult a;
   a.id = "a";
-  a.status = "ok";
+  a.status = AgentStatus::ok;
   a.output = "ok \xF0\x9F";  // half an emoji
   r.agents.push_back(a);
   std::string doc;

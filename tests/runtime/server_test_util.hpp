@@ -249,7 +249,7 @@ class FakeBackend final : public Backend {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
       result.ttft_ms = 3;
-      result.finish_reason = gen->cancelled ? "cancelled" : "stop";
+      result.finish_reason = gen->cancelled ? FinishReason::cancelled : FinishReason::stop;
       --num_live;
       if (output == "NEVERFITS") return on_done(fail(ErrorCode::too_long, "fake: the prompt can never fit"));
       on_done(result);
@@ -270,7 +270,7 @@ class FakeBackend final : public Backend {
       r.run_id = id_;
       r.tenant = tenant_;
       r.workflow = "fake";
-      r.status = done_ ? (cancelled_ ? "cancelled" : "ok") : "running";
+      r.status = done_ ? (cancelled_ ? RunStatus::cancelled : RunStatus::ok) : RunStatus::running;
       return r;
     }
     FakeBackend* owner = nullptr;
@@ -306,7 +306,8 @@ class FakeBackend final : public Backend {
         e.run_id = run->id_;
         e.agent_id = agent;
         e.text = text;
-        if (kind == Event::Kind::run_finished || kind == Event::Kind::agent_finished) e.status = "ok";
+        if (kind == Event::Kind::run_finished) e.status = RunStatus::ok;
+        if (kind == Event::Kind::agent_finished) e.status = AgentStatus::ok;
         on_event(e);
       };
       emit(Event::Kind::run_started, "", "");

@@ -146,7 +146,7 @@ TEST(ServerOpenAi, ResponseCarriesUsageWithCachedTokens) {
   g.prompt_tokens = 10;
   g.cached_tokens = 6;
   g.generated_tokens = 2;
-  g.finish_reason = "length";
+  g.finish_reason = FinishReason::length;
   auto j = completion_response(true, "id1", 5, "m", g);
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"]["content"], "hi");

@@ -32,7 +32,7 @@ TEST(StructuredOutput, GenerateReturnsTheParsedDocument) {
   ASSERT_TRUE(r->json.has_value()) << r->text;
   EXPECT_EQ(*r->json, nlohmann::ordered_json::parse(r->text));
   EXPECT_EQ(validation_errors(*r->json, nlohmann::ordered_json::parse(kPerson)), "");
-  EXPECT_EQ(r->finish_reason, "stop");
+  EXPECT_EQ(r->finish_reason, FinishReason::stop);
   const auto doc = nlohmann::json::parse(to_json(*r));
   EXPECT_EQ(doc["json"], nlohmann::json::parse(r->text));
   // Free text has no document.
@@ -64,13 +64,13 @@ TEST(StructuredOutput, TheExampleWorkflowsDocumentsValidateWithAndWithoutTheCach
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
   const auto on = run_text(*rt, text);
-  ASSERT_EQ(on.status, "ok") << on.error;
+  ASSERT_EQ(on.status, RunStatus::ok) << on.error;
   RuntimeConfig off_config = small_config();
   off_config.prefix_caching = false;
   auto off_rt = make_runtime(off_config);
   ASSERT_TRUE(off_rt);
   const auto off = run_text(*off_rt, text);
-  ASSERT_EQ(off.status, "ok") << off.error;
+  ASSERT_EQ(off.status, RunStatus::ok) << off.error;
   const auto doc = nlohmann::json::parse(to_json(on));
   int tickets = 0;
   for (std::size_t i = 0; i < on.agents.size(); ++i) {
@@ -99,10 +99,10 @@ TEST(StructuredOutput, AnIncompleteDocumentFailsTheAgentWithTheReason) {
   ASSERT_TRUE(rt);
   const auto r = run_text(*rt, R"({"name": "cut", "agents": [{"id": "a", "task": "Describe a person as JSON.",
     "max_retries": 0, "generation": {"max_tokens": 3}, "output_schema": )" + kPerson + "}]}");
-  EXPECT_EQ(r.status, "failed");
+  EXPECT_EQ(r.status, RunStatus::failed);
   const AgentResult* a = agent(r, "a");
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->status, "failed");
+  EXPECT_EQ(a->status, AgentStatus::failed);
   EXPECT_FALSE(a->json.has_value());
   EXPECT_NE(a->error.find("not a complete JSON document"), std::string::npos) << a->error;
   EXPECT_NE(a->error.find("max_tokens"), std::string::npos) << a->error;

@@ -23,7 +23,7 @@ TEST(Supervision, InjectedFailureIsRetriedAndTheRunSucceeds) {
   auto rt = runtime_with_faults({{"worker[1]", 1}});
   ASSERT_TRUE(rt);
   const auto r = run_text(*rt, team_workflow("retry", long_system("rivers", 3), 3, 4, R"({"max_retries": 1})"));
-  ASSERT_EQ(r.status, "ok") << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
   EXPECT_EQ(agent(r, "worker[1]")->attempts, 2);
   EXPECT_EQ(agent(r, "worker[0]")->attempts, 1);
   EXPECT_FALSE(agent(r, "worker[1]")->output.empty());
@@ -34,12 +34,12 @@ TEST(Supervision, PastMaxRetriesTheRunFailsNamingTheAgent) {
   auto rt = runtime_with_faults({{"worker[2]", 5}});
   ASSERT_TRUE(rt);
   const auto r = run_text(*rt, team_workflow("fail", long_system("rivers", 3), 3, 4, R"({"max_retries": 2})"));
-  EXPECT_EQ(r.status, "failed");
+  EXPECT_EQ(r.status, RunStatus::failed);
   const AgentResult* w = agent(r, "worker[2]");
-  EXPECT_EQ(w->status, "failed");
+  EXPECT_EQ(w->status, AgentStatus::failed);
   EXPECT_EQ(w->attempts, 3);
   EXPECT_NE(w->error.find("agent 'worker[2]' failed after 3 attempts: injected fault"), std::string::npos) << w->error;
-  EXPECT_EQ(agent(r, "boss")->status, "failed");
+  EXPECT_EQ(agent(r, "boss")->status, AgentStatus::failed);
   EXPECT_NE(r.error.find("worker[2]"), std::string::npos) << r.error;
   expect_clean(*rt);
 }
@@ -52,9 +52,9 @@ TEST(Supervision, TimeoutFailsCleanly) {
   wf["agents"][0]["timeout_ms"] = 60000;
   wf["agents"][0]["agents"][0]["timeout_ms"] = 150;
   const auto r = run_text(*rt, wf.dump());
-  EXPECT_EQ(r.status, "failed");
+  EXPECT_EQ(r.status, RunStatus::failed);
   const AgentResult* w = agent(r, "worker[0]");
-  EXPECT_EQ(w->status, "timeout");
+  EXPECT_EQ(w->status, AgentStatus::timeout);
   EXPECT_EQ(w->attempts, 2);
   EXPECT_NE(w->error.find("timed out after 150 ms"), std::string::npos) << w->error;
   EXPECT_NE(r.error.find("worker[0]"), std::string::npos) << r.error;
@@ -67,7 +67,7 @@ TEST(Supervision, TimeoutOfARealGenerationFailsCleanly) {
   // 1 ms cannot cover a prefill of hundreds of tokens: the attempt is cut mid-flight.
   const auto r = run_text(*rt, team_workflow("timeout", long_system("rivers", 20), 2, 24,
                                              R"({"max_retries": 0, "timeout_ms": 1})"));
-  EXPECT_EQ(r.status, "failed");
+  EXPECT_EQ(r.status, RunStatus::failed);
   EXPECT_NE(r.error.find("timed out"), std::string::npos) << r.error;
   expect_clean(*rt);
 }
@@ -88,18 +88,18 @@ TEST(Supervision, CancellationStopsGeneration) {
   first_token.get_future().wait();
   h->cancel();
   const auto r = h->wait();
-  EXPECT_EQ(r.status, "cancelled");
+  EXPECT_EQ(r.status, RunStatus::cancelled);
   EXPECT_TRUE(h->done());
   std::size_t generated = 0;
   for (const auto& a : r.agents) {
-    EXPECT_NE(a.status, "ok") << a.id;
+    EXPECT_NE(a.status, AgentStatus::ok) << a.id;
     generated += a.generated_tokens;
   }
   EXPECT_LT(generated, 400u);
   expect_clean(*rt);
   // The runtime still serves new work after a cancel.
   const auto again = run_text(*rt, team_workflow("after", long_system("rivers", 3), 1, 4));
-  EXPECT_EQ(again.status, "ok") << to_json(again);
+  EXPECT_EQ(again.status, RunStatus::ok) << to_json(again);
   expect_clean(*rt);
 }
 
@@ -115,8 +115,8 @@ TEST(Supervision, PoolTooSmallForAllAgentsStillCompletesEveryAgent) {
     ASSERT_TRUE(rt);
     for (const char* theme : {"rivers", "mountains"}) {
       const auto r = run_text(*rt, team_workflow(theme, long_system(theme, 6), 4, 8));
-      ASSERT_EQ(r.status, "ok") << to_json(r);
-      for (const auto& a : r.agents) EXPECT_EQ(a.status, "ok") << a.id << ": " << a.error;
+      ASSERT_EQ(r.status, RunStatus::ok) << to_json(r);
+      for (const auto& a : r.agents) EXPECT_EQ(a.status, AgentStatus::ok) << a.id << ": " << a.error;
       expect_clean(*rt);
     }
     if (caching) {
@@ -148,7 +148,7 @@ TEST(Supervision, RequestsThatCanNeverFitFailClearly) {
 
   // Inside a workflow: the agent fails with the reason, the run fails.
   const auto run = run_text(*rt, team_workflow("huge", long_system("rivers", 30), 1, 8, R"({"max_retries": 0})"));
-  EXPECT_EQ(run.status, "failed");
+  EXPECT_EQ(run.status, RunStatus::failed);
   EXPECT_NE(run.error.find("whole pool"), std::string::npos) << run.error;
   expect_clean(*rt);
 }

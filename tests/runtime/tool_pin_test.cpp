@@ -72,10 +72,10 @@ TEST(ToolPin, HistorySurvivesMemoryPressureOnlyWhilePinned) {
     ASSERT_TRUE(rt->add_tool({"lookup", "Looks an answer up.", kArgs,
                               [pressure](const nlohmann::ordered_json& a) { return (*pressure)(a); }}));
     auto r = run_text(*rt, pin_workflow("lookup"));
-    ASSERT_EQ(r.status, "ok") << r.error;
+    ASSERT_EQ(r.status, RunStatus::ok) << r.error;
     const auto& a = r.agents.at(0);
     ASSERT_EQ(a.tool_trace.size(), 1u);
-    ASSERT_EQ(a.tool_trace[0].status, "ok") << a.tool_trace[0].result;
+    ASSERT_EQ(a.tool_trace[0].status, ToolStatus::ok) << a.tool_trace[0].result;
     EXPECT_GT(pressure->evictions, 0u) << "the other generations did not fill the pool";
     recomputed[pinned] = a.tool_recomputed_tokens;
     expect_clean(*rt);
@@ -106,7 +106,7 @@ TEST(ToolPin, CancellingARunDuringAHungToolReleasesThePin) {
   EXPECT_EQ(rt->check_invariants(), "");
   h->cancel();
   const auto r = h->wait();
-  EXPECT_EQ(r.status, "cancelled");
+  EXPECT_EQ(r.status, RunStatus::cancelled);
   const auto after = rt->cache_stats();
   EXPECT_EQ(after.pins, 0);
   EXPECT_EQ(after.pages_pinned, 0);
@@ -127,7 +127,7 @@ TEST(ToolPin, CachedEqualsUncachedWithToolsUnderGreedyDecoding) {
                                 return "the answer to " + a.dump() + " is 42";
                               }}));
     runs[caching] = run_text(*rt, pin_workflow("lookup"));
-    ASSERT_EQ(runs[caching].status, "ok") << runs[caching].error;
+    ASSERT_EQ(runs[caching].status, RunStatus::ok) << runs[caching].error;
     expect_clean(*rt);
   }
   const auto &on = runs[true].agents.at(0), &off = runs[false].agents.at(0);

@@ -37,7 +37,7 @@ class RuntimeTools : public CleanRuntimeTest {};
 
 TEST_F(RuntimeTools, ForcedCalculatorCallRunsAndTheAgentAnswersAfterIt) {
   auto r = run_text(*rt_, tool_workflow("What is 12 times 7? Use the calculator.", {"calculator"}));
-  ASSERT_EQ(r.status, "ok") << r.error << to_json(r);
+  ASSERT_EQ(r.status, RunStatus::ok) << r.error << to_json(r);
   const auto& a = only_agent(r);
   ASSERT_EQ(a.tool_calls, 1) << to_json(r);
   ASSERT_EQ(a.tool_trace.size(), 1u);
@@ -49,10 +49,10 @@ TEST_F(RuntimeTools, ForcedCalculatorCallRunsAndTheAgentAnswersAfterIt) {
   // ...and the tool's answer is what the evaluator gives for it.
   auto expected = workflows::evaluate_expression(args["expression"].get<std::string>());
   if (expected) {
-    EXPECT_EQ(call.status, "ok");
+    EXPECT_EQ(call.status, ToolStatus::ok);
     EXPECT_EQ(call.result, workflows::format_number(*expected));
   } else {
-    EXPECT_EQ(call.status, "error");
+    EXPECT_EQ(call.status, ToolStatus::error);
     EXPECT_EQ(call.result, "error: cannot evaluate '" + args["expression"].get<std::string>() + "': " + expected.error());
   }
   EXPECT_FALSE(a.output.empty());  // the answer after the result
@@ -81,13 +81,13 @@ TEST_F(RuntimeTools, CppToolRegisteredOnTheRuntimeGetsValidArguments) {
   ASSERT_TRUE(rt_->add_tool(weather));
   EXPECT_EQ(rt_->tool_names(), (std::vector<std::string>{"calculator", "read_file", "weather"}));
   auto r = run_text(*rt_, tool_workflow("What is the weather in Paris?", {"weather"}));
-  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_EQ(r.status, RunStatus::ok) << r.error;
   const auto& a = only_agent(r);
   ASSERT_EQ(a.tool_trace.size(), 1u);
   const std::string args = seen_future.get();
   EXPECT_TRUE(args == R"({"city":"Paris"})" || args == R"({"city":"Rome"})") << args;
   EXPECT_EQ(a.tool_trace[0].arguments, args);
-  EXPECT_EQ(a.tool_trace[0].status, "ok");
+  EXPECT_EQ(a.tool_trace[0].status, ToolStatus::ok);
   EXPECT_EQ(a.tool_trace[0].result, "sunny, 21 C");
 }
 
@@ -123,10 +123,10 @@ TEST_F(RuntimeTools, FailingAndThrowingToolsGiveTheModelAnError) {
                              }}));
   for (const std::string name : {"broken", "thrower"}) {
     auto r = run_text(*rt_, tool_workflow("Call the tool.", {name}));
-    ASSERT_EQ(r.status, "ok") << name << ": " << r.error;
+    ASSERT_EQ(r.status, RunStatus::ok) << name << ": " << r.error;
     const auto& a = only_agent(r);
     ASSERT_EQ(a.tool_trace.size(), 1u) << name;
-    EXPECT_EQ(a.tool_trace[0].status, "error");
+    EXPECT_EQ(a.tool_trace[0].status, ToolStatus::error);
     EXPECT_EQ(a.tool_trace[0].result, name == "broken" ? "error: the backend is down"
                                                         : "error: the tool threw an exception: boom");
   }
@@ -138,10 +138,10 @@ TEST_F(RuntimeTools, InvalidUtf8FromAToolBecomesAnErrorResult) {
                                return std::string("ok \xff\xfe tail");
                              }}));
   auto r = run_text(*rt_, tool_workflow("Call the tool.", {"garbled"}));
-  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_EQ(r.status, RunStatus::ok) << r.error;
   const auto& a = only_agent(r);
   ASSERT_EQ(a.tool_trace.size(), 1u);
-  EXPECT_EQ(a.tool_trace[0].status, "error");
+  EXPECT_EQ(a.tool_trace[0].status, ToolStatus::error);
   EXPECT_EQ(a.tool_trace[0].result, "error: the tool returned text that is not valid UTF-8 (10 bytes); nothing of it is shown");
   EXPECT_NO_THROW((void)nlohmann::json::parse(to_json(r)));
 }
@@ -161,10 +161,10 @@ TEST_F(RuntimeTools, HangingToolTimesOutWithoutBlockingTheRun) {
                              }}));
   auto r = run_text(*rt_, tool_workflow("Call the tool.", {"stuck"}, {{"tool_timeout_ms", 300}}));
   EXPECT_FALSE(returned->load());  // the run ended while the handler was blocked
-  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_EQ(r.status, RunStatus::ok) << r.error;
   const auto& a = only_agent(r);
   ASSERT_EQ(a.tool_trace.size(), 1u);
-  EXPECT_EQ(a.tool_trace[0].status, "timeout");
+  EXPECT_EQ(a.tool_trace[0].status, ToolStatus::timeout);
   EXPECT_EQ(a.tool_trace[0].result,
             "error: the tool did not answer within 300 ms (tool_timeout_ms); a result that comes later is dropped");
   EXPECT_FALSE(a.output.empty());
@@ -188,7 +188,7 @@ TEST_F(RuntimeTools, CallsAndResultsAreRunEvents) {
   auto h = rt_->start(tool_workflow("What is 12 times 7? Use the calculator.", {"calculator"}), std::move(options));
   ASSERT_TRUE(h) << h.error().describe();
   const RunResult r = h->wait();
-  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_EQ(r.status, RunStatus::ok) << r.error;
   const auto& trace = only_agent(r).tool_trace;
   ASSERT_EQ(trace.size(), 1u);
   std::lock_guard lock(mu);
@@ -200,7 +200,7 @@ TEST_F(RuntimeTools, CallsAndResultsAreRunEvents) {
   EXPECT_EQ(events[0].text, trace[0].arguments);
   EXPECT_EQ(events[1].kind, Event::Kind::tool_result);
   EXPECT_EQ(events[1].tool, "calculator");
-  EXPECT_EQ(events[1].status, trace[0].status);
+  EXPECT_EQ(events[1].status, EventStatus(trace[0].status));
   EXPECT_EQ(events[1].tool_bytes, trace[0].result.size());
   EXPECT_DOUBLE_EQ(events[1].tool_ms, trace[0].ms);
 }
@@ -215,7 +215,7 @@ TEST_F(RuntimeTools, MaxToolCallsWithdrawsTheToolsOnceSpent) {
                              }}));
   auto r = run_text(*rt_, tool_workflow("Count once.", {"counter"},
                                         {{"turns", {"Count again, with the tool."}}}));
-  ASSERT_EQ(r.status, "ok") << r.error;
+  ASSERT_EQ(r.status, RunStatus::ok) << r.error;
   const auto& a = only_agent(r);
   EXPECT_EQ(calls.load(), 1);
   EXPECT_EQ(a.tool_calls, 1);

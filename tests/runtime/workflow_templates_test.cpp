@@ -13,8 +13,8 @@ class WorkflowTemplates : public CleanRuntimeTest {
   RunResult run_ok(const std::string& agents) {
     const std::string wf = R"({"name": "t", "defaults": {"generation": {"max_tokens": 3}}, "agents": )" + agents + "}";
     RunResult r = run_text(*rt_, wf);
-    EXPECT_EQ(r.status, "ok") << to_json(r);
-    for (const auto& a : r.agents) EXPECT_EQ(a.status, "ok") << a.id << ": " << a.error;
+    EXPECT_EQ(r.status, RunStatus::ok) << to_json(r);
+    for (const auto& a : r.agents) EXPECT_EQ(a.status, AgentStatus::ok) << a.id << ": " << a.error;
     return r;
   }
 };

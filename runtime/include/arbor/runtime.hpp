@@ -29,6 +29,7 @@
 #include "common/document_access.hpp"
 #include "common/result.hpp"
 #include "common/sampling_settings.hpp"
+#include "common/status.hpp"
 
 namespace arbor {
 
@@ -111,14 +112,15 @@ struct GenerateResult {
   double ttft_ms = 0;                // request accepted -> first generated token
   double prefill_ms = 0;
   double decode_ms = 0;
-  std::string finish_reason;         // "stop" | "length" | "cancelled" | "tool_calls"
+  // stop | length | cancelled | tool_calls; prefill with max_tokens 0 (common/status.hpp).
+  FinishReason finish_reason = FinishReason::stop;
   // With json_schema: the output parsed, valid against the schema; empty when
-  // generation ended before the document was complete (finish_reason "length").
+  // generation ended before the document was complete (finish_reason length).
   std::optional<nlohmann::ordered_json> json = {};
-  // With tools: the call the model made (finish_reason "tool_calls"; its arguments are
+  // With tools: the call the model made (finish_reason tool_calls; its arguments are
   // valid against the tool's parameters). `text` is then what it wrote before the call
   // (often empty), `tokens` the whole reply (text, call, "\n</tool_call>"). A call cut
-  // by max_tokens is dropped: finish_reason "length", text as generated before it.
+  // by max_tokens is dropped: finish_reason length, text as generated before it.
   std::vector<ChatToolCall> tool_calls = {};
 };
 
@@ -126,8 +128,8 @@ struct GenerateResult {
 struct ToolCallInfo {
   std::string name;
   std::string arguments;  // the generated arguments, compact JSON
-  std::string status;     // "ok" | "error" (failed, threw, invalid UTF-8) | "timeout"
-  std::string result;     // what the model got back ("error: ..." when not ok)
+  ToolStatus status = ToolStatus::ok;  // ok | error (failed, threw, invalid UTF-8) | timeout
+  std::string result;                  // what the model got back ("error: ..." when not ok)
   double ms = 0;
 };
 
@@ -139,12 +141,12 @@ struct ToolCallInfo {
 struct AgentResult {
   std::string id;
   std::string parent;  // "" for a root agent
-  std::string status;  // "ok" | "failed" | "cancelled" | "timeout" | "pending"
+  AgentStatus status = AgentStatus::pending;  // ok | failed | cancelled | timeout | pending (not run yet)
   std::string output;
   std::size_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   int attempts = 0;
   double ttft_ms = 0, duration_ms = 0;
-  std::string error;  // set when status is not "ok"
+  std::string error;              // set when status is not ok
   std::size_t warmup_tokens = 0;  // prefix tokens prefilled for the sub-agents (see above)
   // An agent with an output_schema: its output parsed, valid against the schema.
   std::optional<nlohmann::ordered_json> json = {};
@@ -180,7 +182,7 @@ struct RunResult {
   std::string run_id;
   std::string workflow;
   std::string tenant;
-  std::string status;  // "ok" | "failed" | "cancelled" | "running"
+  RunStatus status = RunStatus::running;  // ok | failed | cancelled | running
   std::vector<AgentResult> agents;
   double wall_ms = 0;
   std::string error;
@@ -194,7 +196,10 @@ struct Event {
   std::string run_id;
   std::string agent_id;  // empty for run events
   std::string text;      // token: the new text; agent_finished: the output; tool_call: the arguments (JSON)
-  std::string status;    // agent_finished / run_finished; tool_result: "ok" | "error" | "timeout"
+  // run_started, run_finished: the run's (RunStatus); agent_started (running),
+  // agent_finished: the agent's (AgentStatus); tool_result: the call's (ToolStatus);
+  // none for token and tool_call. to_string(status) is its name ("" for none).
+  EventStatus status;
   CacheStats cache;      // snapshot, set on agent_finished and run_finished
   // tool_call (the agent called a tool) and tool_result (its result came back, or its
   // timeout passed): the tool's name; tool_result: milliseconds from the call, and the
@@ -216,7 +221,7 @@ class RunHandle {
   const std::string& id() const;
   bool done() const;
   RunResult wait();           // blocks until the run ends
-  RunResult snapshot() const;  // current state (status "running" while in flight)
+  RunResult snapshot() const;  // current state (status running while in flight)
   void cancel();              // stops generation, frees the run's pages; wait() then returns
 
   struct State;
@@ -232,7 +237,7 @@ using GenerationDone = std::function<void(const Result<GenerateResult>&)>;
 // A generate() call in flight (the server streams through it).
 class GenerationHandle {
  public:
-  GenerateResult wait();  // on failure: finish_reason "error", text = the error message
+  GenerateResult wait();            // on failure: finish_reason error, text = the error message
   Result<GenerateResult> result();  // as wait(), with failures as errors
   void cancel();
 
@@ -267,7 +272,7 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   // Runs a workflow file to completion. invalid_argument with every diagnostic for an
-  // invalid workflow; otherwise the result (status "failed" if an agent failed).
+  // invalid workflow; otherwise the result (status failed if an agent failed).
   Result<RunResult> run(const std::string& workflow_path,
                         const std::map<std::string, std::string>& inputs = {});
   // Starts a workflow (a file path, or JSON text with options.workflow_is_text) and

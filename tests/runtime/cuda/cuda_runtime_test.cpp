@@ -96,8 +96,8 @@ TEST(CudaRuntime, CachedRunsEqualUncachedRuns) {
   EXPECT_EQ(uncached->cache_stats().cached_tokens, 0u);
   const auto with = run_text(*cached, team_workflow("team", "You are a careful assistant.", 4, 6));
   const auto without = run_text(*uncached, team_workflow("team", "You are a careful assistant.", 4, 6));
-  ASSERT_EQ(with.status, "ok") << to_json(with);
-  ASSERT_EQ(without.status, "ok") << to_json(without);
+  ASSERT_EQ(with.status, RunStatus::ok) << to_json(with);
+  ASSERT_EQ(without.status, RunStatus::ok) << to_json(without);
   ASSERT_EQ(with.agents.size(), without.agents.size());
   for (std::size_t i = 0; i < with.agents.size(); ++i) {
     const AgentResult* other = agent(without, with.agents[i].id);
@@ -115,7 +115,7 @@ TEST(CudaRuntime, CancelFreesEveryPage) {
   auto handle = rt->start_generate(raw(std::string(200, 'b'), 2000));
   ASSERT_TRUE(handle);
   handle->cancel();
-  EXPECT_EQ(handle->wait().finish_reason, "cancelled");
+  EXPECT_EQ(handle->wait().finish_reason, FinishReason::cancelled);
   expect_clean(*rt);
 }
 
