@@ -44,13 +44,12 @@ BatchEngine::~BatchEngine() {
 }
 
 Result<std::unique_ptr<BatchEngine>> BatchEngine::create(BatchEngineConfig config) {
-  if (!config.model) return fail(ErrorCode::invalid_argument, "scheduler: no model given");
+  if (!config.model) return fail(ErrorCode::invalid_argument, "batch engine: no model given");
   if (config.prefill_chunk <= 0 || config.max_step_tokens <= 0)
-    return fail(ErrorCode::invalid_argument,
-                "scheduler: prefill_chunk and max_step_tokens must be positive");
+    return fail(ErrorCode::invalid_argument, "batch engine: prefill_chunk and max_step_tokens must be positive");
   if (config.num_pages <= 0)
-    return fail(ErrorCode::invalid_argument, "scheduler: the KV pool has no pages; raise kv_memory_mb");
-  if (!config.engine) return fail(ErrorCode::invalid_argument, "scheduler: no engine given (model::make_engine)");
+    return fail(ErrorCode::invalid_argument, "batch engine: the KV pool has no pages; raise kv_memory_mb");
+  if (!config.engine) return fail(ErrorCode::invalid_argument, "batch engine: no engine given (model::make_engine)");
   if (!config.page_allocator) config.page_allocator = config.engine->page_allocator();
   std::unique_ptr<BatchEngine> s(new BatchEngine(std::move(config)));
   const auto& m = *s->config_.model;
@@ -63,7 +62,7 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(BatchEngineConfig confi
   if (auto ok = cache::PrefixCache::validate(geometry, pc); !ok) return std::unexpected(ok.error());
   s->cache_ = std::make_unique<cache::PrefixCache>(geometry, pc, *s->config_.page_allocator);
   if (s->cache_->pool().num_pages() == 0)
-    return fail(ErrorCode::out_of_memory, "scheduler: could not allocate the KV pool of " +
+    return fail(ErrorCode::out_of_memory, "batch engine: could not allocate the KV pool of " +
                                               std::to_string(pc.num_pages) + " pages; lower kv_memory_mb");
   for (const auto& [name, tc] : s->config_.tenants)
     if (auto t = s->cache_->add_tenant(name, tc); !t) return std::unexpected(t.error());
@@ -409,7 +408,8 @@ void BatchEngine::finish(Live& l, FinishReason reason) {
   if (config_.prefix_caching && l.computed > l.committed)
     (void)cache_->commit(l.seq, std::span(l.tokens.data(), l.computed));  // best effort
   SeqResult result = result_of(l, reason);
-  if (reason == FinishReason::stop || reason == FinishReason::length) pin_history(l, result);  // before close: no gap in the lock
+  if (reason == FinishReason::stop || reason == FinishReason::length)
+    pin_history(l, result);  // before close: no gap in the lock
   (void)cache_->close(l.seq);
   auto done = std::move(l.p.done);
   l.p.done = nullptr;
@@ -592,8 +592,8 @@ PinReply BatchEngine::set_priority(const PriorityRequest& req) {
 std::string BatchEngine::check_invariants() const {
   if (std::string e = cache_->check_invariants(); !e.empty()) return e;
   if (const int held = cache_->stats().num_pins; held != int(pins_.size()))
-    return "the scheduler tracks " + std::to_string(pins_.size()) + " pins but the cache holds " +
-           std::to_string(held) + " (a pin leaked or was dropped behind the scheduler's back)";
+    return "the batch engine tracks " + std::to_string(pins_.size()) + " pins but the cache holds " +
+           std::to_string(held) + " (a pin leaked or was dropped behind the batch engine's back)";
   for (const auto& l : live_) {
     if (!l->p.done) continue;  // finished (closed), removed at the end of the step
     const auto info = cache_->sequence_info(l->seq);

@@ -104,6 +104,25 @@ TEST(BatchEngine, RequestsThatCanNeverFitFailAtOnce) {
   h.expect_clean();
 }
 
+// A config it cannot run is refused at create, naming the batch engine and the fix.
+TEST(BatchEngine, CreateRefusesABadConfigNamingWhatToFix) {
+  auto error_of = [](BatchEngineConfig c) {
+    auto r = BatchEngine::create(std::move(c));
+    EXPECT_FALSE(r);
+    return r ? Error{} : r.error();
+  };
+  BatchEngineConfig no_model = config();
+  no_model.model = nullptr;
+  EXPECT_EQ(error_of(no_model).message, "batch engine: no model given");
+  BatchEngineConfig no_pages = config(0);
+  EXPECT_EQ(error_of(no_pages).message, "batch engine: the KV pool has no pages; raise kv_memory_mb");
+  BatchEngineConfig no_chunk = config();
+  no_chunk.prefill_chunk = 0;
+  const Error e = error_of(no_chunk);
+  EXPECT_EQ(e.code, ErrorCode::invalid_argument);
+  EXPECT_EQ(e.message, "batch engine: prefill_chunk and max_step_tokens must be positive");
+}
+
 TEST(BatchEngine, CancelQueuedAndLiveRequests) {
   Harness h(config(30, false));  // each needs ~16 pages: one live, one queued
   const auto ids = submit_team(h, 2, 100);
