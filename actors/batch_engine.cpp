@@ -80,7 +80,7 @@ std::optional<Error> BatchEngine::never_fits(const SeqRequest& r) {
   if (closed_runs_.contains(r.run_id) && !r.run_id.empty())
     return Error{ErrorCode::cancelled, "run '" + r.run_id + "' is over; request refused"};
   if (r.prompt.empty()) return Error{ErrorCode::invalid_argument, "empty prompt"};
-  if (r.sampling.max_tokens < 0) return Error{ErrorCode::invalid_argument, "max_tokens must be >= 0"};
+  if (auto ok = check_sampling(r.sampling); !ok) return ok.error();  // the front ends' one check, once more
   for (auto id : r.prompt)
     if (id < 0 || id >= cfg.vocab_size)
       return Error{ErrorCode::invalid_argument, "token id " + std::to_string(id) + " is outside the vocabulary"};

@@ -205,6 +205,8 @@ Result<GenerateResult> Runtime::generate(const GenerateRequest& request) {
 Result<GenerationHandle> Runtime::start_generate(const GenerateRequest& request,
                                                  std::function<void(const std::string&)> on_token,
                                                  GenerationDone on_done) {
+  if (auto ok = check_sampling(request.sampling); !ok)
+    return fail(ErrorCode::invalid_argument, "generate: " + ok.error().message);
   const auto& tok = impl_->model->tokenizer();
   auto signatures = request_tools(request);
   if (!signatures) return std::unexpected(signatures.error());

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/sampling_settings.hpp"
 #include "workflows/json_path.hpp"
 #include "workflows/plan.hpp"
 #include "workflows/suggest.hpp"
@@ -134,10 +135,26 @@ const std::vector<std::string> kGenerationFields = {"max_tokens", "temperature",
 GenerationSpec parse_generation(Reader& r, const json& obj, const std::string& p) {
   GenerationSpec g;
   if (!r.object(obj, p, kGenerationFields, {})) return g;
-  if (auto v = r.integer(obj, p, "max_tokens", 1, 8192, "an integer in 1..8192")) g.max_tokens = int(*v);
-  g.temperature = r.number(obj, p, "temperature", 0, false, 2, "a number in 0..2");
-  g.top_p = r.number(obj, p, "top_p", 0, true, 1, "a number in (0, 1]");
-  if (auto v = r.integer(obj, p, "top_k", 0, 1 << 20, "an integer >= 0 (0 = off)")) g.top_k = int(*v);
+  // Types here; ranges by the one check_sampling (common/sampling_settings.hpp), each
+  // out-of-range field reported at its own pointer.
+  constexpr std::int64_t int_lo = std::numeric_limits<int>::min(), int_hi = std::numeric_limits<int>::max();
+  constexpr double any_lo = std::numeric_limits<double>::lowest(), any_hi = std::numeric_limits<double>::max();
+  if (auto v = r.integer(obj, p, "max_tokens", int_lo, int_hi, "an integer")) g.max_tokens = int(*v);
+  g.temperature = r.number(obj, p, "temperature", any_lo, false, any_hi, "a number");
+  g.top_p = r.number(obj, p, "top_p", any_lo, false, any_hi, "a number");
+  if (auto v = r.integer(obj, p, "top_k", int_lo, int_hi, "an integer")) g.top_k = int(*v);
+  SamplingSettings given;
+  given.max_tokens = g.max_tokens.value_or(given.max_tokens);
+  given.temperature = g.temperature.value_or(given.temperature);
+  given.top_p = g.top_p.value_or(given.top_p);
+  given.top_k = g.top_k.value_or(given.top_k);
+  for (const auto& e : sampling_errors(given)) {
+    r.error(pointer_append(p, std::string(e.field)), e.message);
+    if (e.field == "max_tokens") g.max_tokens.reset();
+    else if (e.field == "temperature") g.temperature.reset();
+    else if (e.field == "top_p") g.top_p.reset();
+    else if (e.field == "top_k") g.top_k.reset();
+  }
   if (auto v = r.integer(obj, p, "seed", 0, std::numeric_limits<std::int64_t>::max(),
                          "an integer >= 0"))
     g.seed = std::uint64_t(*v);

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/sampling_settings.hpp"
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
@@ -89,25 +90,27 @@ int run_generate(GenerateOptions& o) {
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
   SamplingOptions& s = o->sampling;
+  // The flags' ranges are the one set in common/sampling_settings.hpp (check_sampling),
+  // checked here per flag so that an error names it.
   app.add_option("--prompt", o->prompt, "the user message (with --raw: the whole prompt)")
       ->type_name("TEXT")
       ->required();
   o->system_option = app.add_option("--system", o->system, "a system message before it")->type_name("TEXT");
   app.add_option("--max-tokens", s.max_tokens, "tokens to generate at most")
       ->type_name("N")
-      ->check(integer_in(0, 1 << 20))
+      ->check(integer_in(0, sampling_limits::max_tokens_max))
       ->capture_default_str();
   app.add_option("--temperature", s.temperature, "sampling temperature; 0 = greedy")
       ->type_name("T")
-      ->check(number_in(0, 100))
+      ->check(number_in(0, sampling_limits::temperature_max))
       ->capture_default_str();
   app.add_option("--top-p", s.top_p, "nucleus sampling: keep the most likely tokens up to this mass")
       ->type_name("P")
-      ->check(number_in(0, 1))
+      ->check(number_in(0, sampling_limits::top_p_max))
       ->capture_default_str();
   app.add_option("--top-k", s.top_k, "keep the K most likely tokens; 0 = off")
       ->type_name("K")
-      ->check(integer_in(0, 1 << 20))
+      ->check(integer_in(0, sampling_limits::top_k_max))
       ->capture_default_str();
   app.add_option("--seed", s.seed, "sampling seed")->type_name("S")->capture_default_str();
   app.add_option("--stop", s.stop, "stop after this text (repeatable)")

@@ -1,8 +1,10 @@
 #include "runtime/server/openai_api.hpp"
 
+#include <climits>
 #include <cmath>
 #include <limits>
 
+#include "common/sampling_settings.hpp"
 #include "runtime/server/chat_tools.hpp"
 #include "runtime/server/response_format.hpp"
 
@@ -87,34 +89,44 @@ std::expected<std::string, ApiError> parse_prompt(const json& body) {
 bool present(const json& body, const char* key) { return body.contains(key) && !body[key].is_null(); }
 
 std::optional<ApiError> parse_sampling(const json& body, int cap, SamplingOptions& s) {
+  // Types here; ranges by the one check_sampling (common/sampling_settings.hpp), each
+  // reported with its field as "param". On top of those, max_tokens is capped by this
+  // server's limits.max_tokens (a deployment limit, not a sampling range).
   const char* max_key = present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  auto integer = [&](const char* key, int& out) -> std::optional<ApiError> {
+    if (!present(body, key)) return std::nullopt;
+    const json& v = body[key];
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT_MAX)) ||
+        (!v.is_number_unsigned() && (v.get<long long>() < INT_MIN || v.get<long long>() > INT_MAX)))
+      return invalid_param(std::string("/") + key, "must be an integer");
+    out = v.get<int>();
+    return std::nullopt;
+  };
+  auto number = [&](const char* key, double& out) -> std::optional<ApiError> {
+    if (!present(body, key)) return std::nullopt;
+    const json& v = body[key];
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      return invalid_param(std::string("/") + key, "must be a number");
+    out = v.get<double>();
+    return std::nullopt;
+  };
   if (present(body, max_key)) {
-    const json& v = body[max_key];
-    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > cap)
-      return invalid_param(std::string("/") + max_key, "must be an integer from 1 to " + std::to_string(cap));
-    s.max_tokens = v.get<int>();
+    if (auto e = integer(max_key, s.max_tokens)) return e;
   } else {
     s.max_tokens = std::min(s.max_tokens, cap);
   }
-  auto number = [&](const char* key, double lo, double hi, bool lo_open, double& out) -> std::optional<ApiError> {
-    if (!present(body, key)) return std::nullopt;
-    const json& v = body[key];
-    const double d = v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
-    if (!std::isfinite(d) || d > hi || (lo_open ? d <= lo : d < lo))
-      return invalid_param(std::string("/") + key, std::string("must be a number in ") + (lo_open ? "(" : "[") +
-                                                       std::to_string(lo).substr(0, 3) + ", " +
-                                                       std::to_string(hi).substr(0, 3) + "]");
-    out = d;
-    return std::nullopt;
-  };
-  if (auto e = number("temperature", 0, 2, false, s.temperature)) return e;
-  if (auto e = number("top_p", 0, 1, true, s.top_p)) return e;
-  if (present(body, "top_k")) {
-    const json& v = body["top_k"];
-    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1000000)
-      return invalid_param("/top_k", "must be a non-negative integer");
-    s.top_k = v.get<int>();
+  if (auto e = number("temperature", s.temperature)) return e;
+  if (auto e = number("top_p", s.top_p)) return e;
+  if (auto e = integer("top_k", s.top_k)) return e;
+  if (auto errors = sampling_errors(s); !errors.empty()) {
+    const SamplingFieldError& e = errors.front();
+    const std::string field = e.field == "max_tokens" ? max_key : std::string(e.field);
+    // "'/top_p' must be in 0..1 (got 1.5)": the message less its leading field name.
+    return invalid_param("/" + field, e.message.substr(e.field.size() + 1));
   }
+  if (s.max_tokens > cap)
+    return invalid_param(std::string("/") + max_key,
+                         "must be at most " + std::to_string(cap) + " (this server's limits.max_tokens)");
   if (present(body, "seed")) {
     const json& v = body["seed"];
     if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<long long>() < 0))

@@ -300,6 +300,9 @@ TEST(Cli, ABadValueNamesTheFlag) {
       {"bench engine --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
       {"generate --prompt hi --temperature 1e999", "--temperature: expects a number in 0..100, got '1e999'"},
       {"generate --prompt hi --max-tokens many", "--max-tokens: expects an integer"},
+      // The sampling flags' ranges: sampling_limits (common/sampling_settings.hpp).
+      {"generate --prompt hi --top-p 1.5", "--top-p: expects a number in 0..1, got '1.5'"},
+      {"generate --prompt hi --top-k 1048577", "--top-k: expects an integer in 0..1048576, got '1048577'"},
       {"run WF.json --eviction random", "--eviction: expects one of lru|lfu|workflow, got 'random'"},
       {"run WF.json --tool-pin-ttl 4000000", "--tool-pin-ttl: expects an integer in 0..3600000, got '4000000'"},
       {"serve --port 70000", "--port: expects an integer in 0..65535, got '70000'"},

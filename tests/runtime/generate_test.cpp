@@ -1,6 +1,8 @@
 // Runtime::generate / start_generate through the shared cache actor.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "runtime_test_util.hpp"
 
 namespace arbor::testing {
@@ -162,6 +164,42 @@ TEST(Generate, RuntimeDestructorCancelsWhatIsRunning) {
   rt.reset();  // must not hang
   EXPECT_EQ(g->wait().finish_reason, FinishReason::cancelled);
   EXPECT_EQ(run->wait().status, RunStatus::cancelled);
+}
+
+// The embedding API checks sampling like every front end (check_sampling,
+// common/sampling_settings.hpp): an out-of-range value is an error result, not a crash
+// or a silent clamp; the ends of each range are accepted.
+TEST(Generate, OutOfRangeSamplingIsAnInvalidArgument) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  GenerateRequest req;
+  req.messages = {{"user", "Hi"}};
+  req.sampling.top_p = 1.5;
+  auto r = rt->generate(req);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::invalid_argument);
+  EXPECT_EQ(r.error().message, "generate: top_p must be in 0..1 (got 1.5)");
+  req.sampling = {};
+  req.sampling.max_tokens = -1;
+  bool done_called = false;
+  auto h = rt->start_generate(req, {}, [&](const Result<GenerateResult>&) { done_called = true; });
+  ASSERT_FALSE(h);
+  EXPECT_EQ(h.error().message, "generate: max_tokens must be in 0..1048576 (got -1)");
+  EXPECT_FALSE(done_called);
+  req.sampling = {};
+  req.sampling.temperature = std::numeric_limits<double>::quiet_NaN();
+  ASSERT_FALSE(rt->generate(req));
+  req.sampling = {};
+  req.sampling.top_k = -3;
+  auto k = rt->generate(req);
+  ASSERT_FALSE(k);
+  EXPECT_EQ(k.error().message, "generate: top_k must be in 0..1048576 (got -3; 0 = off)");
+
+  req.sampling = {.max_tokens = 0, .temperature = 100.0, .top_p = 0.0, .top_k = 1 << 20};
+  auto edges = rt->generate(req);  // 0 = prefill only
+  ASSERT_TRUE(edges) << edges.error().describe();
+  EXPECT_EQ(edges->generated_tokens, 0u);
+  expect_clean(*rt);
 }
 
 TEST(Generate, BadConfigIsRejected) {

@@ -119,11 +119,11 @@ TEST(ServerOpenAi, RejectsInvalidParametersWithTheirPointer) {
       {R"({"messages":[{"role":"tool","content":"x"}]})", "/messages/0/tool_call_id"},
       {R"({"messages":[{"role":"user"}]})", "/messages/0/content"},
       {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", "/messages/0/content/0"},
-      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", "/max_tokens"},
+      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":-1})", "/max_tokens"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":100000})", "/max_tokens"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":"5"})", "/max_tokens"},
-      {R"({"messages":[{"role":"user","content":"x"}],"temperature":3})", "/temperature"},
-      {R"({"messages":[{"role":"user","content":"x"}],"top_p":0})", "/top_p"},
+      {R"({"messages":[{"role":"user","content":"x"}],"temperature":100.5})", "/temperature"},
+      {R"({"messages":[{"role":"user","content":"x"}],"top_p":1.5})", "/top_p"},
       {R"({"messages":[{"role":"user","content":"x"}],"seed":-1})", "/seed"},
       {R"({"messages":[{"role":"user","content":"x"}],"stop":[1]})", "/stop"},
       {R"({"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]})", "/stop"},
@@ -138,6 +138,29 @@ TEST(ServerOpenAi, RejectsInvalidParametersWithTheirPointer) {
   }
   EXPECT_EQ(parse_bad(R"({"prompt":5})", false).param, "/prompt");
   EXPECT_EQ(parse_bad(R"([1,2])").status, 400);
+}
+
+// Sampling ranges are the one check_sampling (common/sampling_settings.hpp), each error
+// in the OpenAI shape with its param; the server's own max_tokens cap comes on top.
+TEST(ServerOpenAi, SamplingRangesAreTheSharedOnesWithTheServerCapOnTop) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+  ApiError e = parse_bad("{" + msgs + R"(,"top_p":1.5})");
+  EXPECT_EQ(e.param, "/top_p");
+  EXPECT_EQ(e.code, "invalid_parameter");
+  EXPECT_EQ(e.message, "'/top_p' must be in 0..1 (got 1.5)");
+  e = parse_bad("{" + msgs + R"(,"max_completion_tokens":-2})");
+  EXPECT_EQ(e.param, "/max_completion_tokens");
+  EXPECT_EQ(e.message, "'/max_completion_tokens' must be in 0..1048576 (got -2)");
+  EXPECT_EQ(parse_bad("{" + msgs + R"(,"max_tokens":257})").message,
+            "'/max_tokens' must be at most 256 (this server's limits.max_tokens)");
+  EXPECT_EQ(parse_bad("{" + msgs + R"(,"top_k":1e3})").message, "'/top_k' must be an integer");
+  // Accepted since issue 13 (the union of the front ends' old ranges).
+  auto ok = parse_completion_request(json::parse("{" + msgs + R"(,"max_tokens":0,"temperature":2.5,"top_p":0})"),
+                                     true, 256);
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->generate.sampling.max_tokens, 0);
+  EXPECT_EQ(ok->generate.sampling.temperature, 2.5);
+  EXPECT_EQ(ok->generate.sampling.top_p, 0.0);
 }
 
 TEST(ServerOpenAi, ResponseCarriesUsageWithCachedTokens) {

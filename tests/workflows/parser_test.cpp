@@ -54,20 +54,31 @@ TEST(Parser, MissingRequiredFields) {
   expect_diag(d, "/agents/1", 2, 29, "missing required field 'task'");
 }
 
+// Values the parser refused before issue 13 and the shared ranges accept (the CLI and
+// the embedding API did): max_tokens 0 (prefill only) and above 8192, temperature above
+// 2, top_p 0.
+TEST(Parser, SamplingRangesAreTheSharedOnes) {
+  auto d = errors_of(R"({"name": "x", "agents": [{"id": "a", "task": "t",
+    "generation": {"temperature": 2.5, "top_p": 0, "max_tokens": 0, "top_k": 1048576}}]})");
+  EXPECT_EQ(d.num_errors(), 0u) << d.format();
+}
+
 TEST(Parser, OutOfRangeNumbers) {
   auto d = errors_of(R"({
   "name": "x",
   "defaults": {"max_retries": 11, "timeout_ms": 0},
   "agents": [{"id": "a", "task": "t",
-    "generation": {"temperature": 2.5, "top_p": 0, "max_tokens": 8193, "top_k": -1},
+    "generation": {"temperature": 100.5, "top_p": 1.5, "max_tokens": 1048577, "top_k": -1},
     "timeout_ms": -5, "max_retries": -1}]
 })");
   expect_diag(d, "/defaults/max_retries", 3, 31, "max_retries must be an integer in 0..10, got 11");
   expect_diag(d, "/defaults/timeout_ms", 3, 49, "timeout_ms must be an integer > 0");
-  expect_diag(d, "/agents/0/generation/temperature", 5, 35, "temperature must be a number in 0..2, got 2.5");
-  expect_diag(d, "/agents/0/generation/top_p", 5, 49, "top_p must be a number in (0, 1], got 0");
-  expect_diag(d, "/agents/0/generation/max_tokens", 5, 66, "max_tokens must be an integer in 1..8192, got 8193");
-  expect_diag(d, "/agents/0/generation/top_k", 5, 81, "top_k must be an integer >= 0");
+  // Ranges: the one check_sampling (common/sampling_settings.hpp), widened to the union
+  // of the front ends' old ranges in issue 13 (max_tokens 8193, temperature 2.5, top_p 0 now pass).
+  expect_diag(d, "/agents/0/generation/temperature", 5, 35, "temperature must be in 0..100 (got 100.5)");
+  expect_diag(d, "/agents/0/generation/top_p", 5, 51, "top_p must be in 0..1 (got 1.5)");
+  expect_diag(d, "/agents/0/generation/max_tokens", 5, 70, "max_tokens must be in 0..1048576 (got 1048577)");
+  expect_diag(d, "/agents/0/generation/top_k", 5, 88, "top_k must be in 0..1048576 (got -1; 0 = off)");
   expect_diag(d, "/agents/0/timeout_ms", 6, 19, "timeout_ms must be an integer > 0");
   expect_diag(d, "/agents/0/max_retries", 6, 38, "max_retries must be an integer in 0..10, got -1");
   EXPECT_EQ(d.num_errors(), 8u) << d.format();

@@ -43,7 +43,7 @@ TEST(Schema, RejectsAnInvalidWorkflow) {
   std::string path = std::string(ARBOR_BINARY_DIR) + "/schema_bad_workflow.json";
   FILE* f = std::fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
-  std::fputs(R"({"name": "x", "agents": [{"id": "a", "task": "t", "generation": {"top_p": 0}, "tmeout_ms": 1}]})", f);
+  std::fputs(R"({"name": "x", "agents": [{"id": "a", "task": "t", "generation": {"top_p": 1.5}, "tmeout_ms": 1}]})", f);
   std::fclose(f);
   EXPECT_EQ(validate(path), 3);
 }

@@ -279,7 +279,9 @@ class Runtime {
   // returns at once; errors as run() gives them.
   Result<RunHandle> start(const std::string& workflow, RunOptions options = {});
 
-  // One-shot generation through the same cache actor.
+  // One-shot generation through the same cache actor. A sampling value out of its
+  // range (check_sampling, common/sampling_settings.hpp) is an invalid_argument error
+  // ("generate: top_p must be in 0..1 (got 1.5)"), here and from start_generate.
   Result<GenerateResult> generate(const GenerateRequest& request);
   // Starts a generation and returns at once. on_token(text piece) per token as it is
   // decoded; on_done(outcome) exactly once when it ends (finished, failed or cancelled),
