@@ -8,6 +8,7 @@
 
 #include "actors/cache_actor.hpp"
 #include "actors/run_env.hpp"
+#include "common/log.hpp"
 #include "model/engine_factory.hpp"
 #include "model/unicode.hpp"
 #include "model/tool_format.hpp"
@@ -247,7 +248,12 @@ CacheStats Runtime::cache_stats() const {
   caf::scoped_actor self{*impl_->system};
   CacheStats stats;
   self->request(impl_->cache, caf::infinite, caf::get_atom::value, actors::stats_atom::value)
-      .receive([&](actors::CacheSnapshot& s) { stats = std::move(s); }, [](caf::error&) {});
+      .receive([&](actors::CacheSnapshot& s) { stats = std::move(s); },
+               [&](caf::error& err) {  // not swallowed: logged and counted, the stats stay empty
+                 ++impl_->cache_stats_failures;
+                 log::logger().error("cache_stats: the cache actor did not answer ({}); returning empty stats",
+                                     caf::to_string(err));
+               });
   return stats;
 }
 

@@ -4,7 +4,9 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -99,6 +101,9 @@ struct Runtime::Impl {
   std::vector<std::weak_ptr<GenerationHandle::State>> generations;
   std::uint64_t next_run = 1;
   actors::FaultInjection faults;  // copied into each run started later (tests only)
+  // cache_stats() calls the cache actor did not answer (each logged at error level; the
+  // call returned empty stats).
+  std::atomic<std::uint64_t> cache_stats_failures{0};
   // Tools: the registry (replaced whole by add_tool, under mu; a run keeps the one it
   // started with) and the runner of their handlers (shut down before the actor system).
   std::shared_ptr<const workflows::ToolRegistry> tools =

@@ -153,6 +153,22 @@ TEST(Supervision, RequestsThatCanNeverFitFailClearly) {
   expect_clean(*rt);
 }
 
+// A cache actor that cannot answer: cache_stats() returns empty stats, as before, but
+// the failure is no longer swallowed (logged at error level and counted).
+TEST(Supervision, CacheStatsFromADeadCacheActorIsCountedNotSwallowed) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  EXPECT_GT(rt->cache_stats().pages_total, 0);
+  EXPECT_EQ(RuntimeTestAccess::cache_stats_failures(*rt), 0u);
+  RuntimeTestAccess::kill_cache_actor(*rt);
+  ::testing::internal::CaptureStderr();
+  const CacheStats stats = rt->cache_stats();
+  const std::string logged = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stats.pages_total, 0);
+  EXPECT_EQ(RuntimeTestAccess::cache_stats_failures(*rt), 1u);
+  EXPECT_NE(logged.find("[error] cache_stats: the cache actor did not answer"), std::string::npos) << logged;
+}
+
 TEST(Supervision, TenantQuotaBoundsARequest) {
   auto config = small_config();
   config.tenants["small"] = TenantOptions{4, false};

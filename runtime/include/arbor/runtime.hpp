@@ -299,6 +299,8 @@ class Runtime {
   Result<void> add_tool(ToolDefinition tool);
   std::vector<std::string> tool_names() const;
 
+  // The cache actor's counters. If it cannot answer (it died), the stats are empty
+  // (all zero) and the failure is logged at error level ("cache_stats: ...").
   CacheStats cache_stats() const;
   // Full audit of the KV cache (PrefixCache::check_invariants): "" when every invariant
   // holds, else the first violation. O(everything); for tests and debugging.
