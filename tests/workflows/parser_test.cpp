@@ -58,9 +58,14 @@ TEST(Parser, MissingRequiredFields) {
 // the embedding API did): max_tokens 0 (prefill only) and above 8192, temperature above
 // 2, top_p 0.
 TEST(Parser, SamplingRangesAreTheSharedOnes) {
-  auto d = errors_of(R"({"name": "x", "agents": [{"id": "a", "task": "t",
+  auto r = load(R"({"name": "x", "agents": [{"id": "a", "task": "t",
     "generation": {"temperature": 2.5, "top_p": 0, "max_tokens": 0, "top_k": 1048576}}]})");
-  EXPECT_EQ(d.num_errors(), 0u) << d.format();
+  ASSERT_TRUE(r.has_value()) << r.error().format();
+  const SamplingSettings& g = r->agents[0].generation;
+  EXPECT_EQ(g.max_tokens, 0);
+  EXPECT_DOUBLE_EQ(g.temperature, 2.5);
+  EXPECT_DOUBLE_EQ(g.top_p, 0.0);
+  EXPECT_EQ(g.top_k, 1048576);
 }
 
 TEST(Parser, OutOfRangeNumbers) {
