@@ -55,8 +55,8 @@ completion = client.completions.create(model=model, prompt="The first transistor
 check(completion.choices[0].text is not None and completion.usage.completion_tokens == 4, f"completions: {completion}")
 
 try:
-    client.chat.completions.create(model=model, messages=messages, max_tokens=4, temperature=7)
-    check(False, "temperature 7 is refused")
+    client.chat.completions.create(model=model, messages=messages, max_tokens=4, temperature=101)
+    check(False, "temperature 101 is refused (the shared range is 0..100)")
 except openai.BadRequestError as e:
     check(e.status_code == 400, "400 for an invalid parameter")
 
