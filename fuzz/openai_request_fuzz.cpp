@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/sampling_settings.hpp"
 #include "fuzz/fuzz_check.hpp"
 #include "model/json_grammar.hpp"
 #include "model/sampler_stop.hpp"
@@ -29,10 +30,9 @@ using arbor::model::unicode::is_valid_utf8;
 
 void check_accepted(const CompletionRequest& r, bool chat) {
   const auto& s = r.generate.sampling;
-  ARBOR_FUZZ_CHECK(s.max_tokens >= 1 && s.max_tokens <= kCap, std::to_string(s.max_tokens));
-  ARBOR_FUZZ_CHECK(std::isfinite(s.temperature) && s.temperature >= 0 && s.temperature <= 2, "temperature");
-  ARBOR_FUZZ_CHECK(std::isfinite(s.top_p) && s.top_p > 0 && s.top_p <= 1, "top_p");
-  ARBOR_FUZZ_CHECK(s.top_k >= 0, "top_k");
+  // What the server accepts is in the one set of sampling ranges (check_sampling), under its cap.
+  ARBOR_FUZZ_CHECK(s.max_tokens <= kCap, std::to_string(s.max_tokens));
+  ARBOR_FUZZ_CHECK(arbor::check_sampling(s).has_value(), "sampling settings outside check_sampling's ranges");
   for (const auto& stop : s.stop) ARBOR_FUZZ_CHECK(!stop.empty(), "empty stop string");
   ARBOR_FUZZ_CHECK(chat ? !r.generate.messages.empty() && !r.generate.raw_prompt
                         : r.generate.raw_prompt.has_value(), "prompt shape");
