@@ -178,6 +178,7 @@ Result<void> PrefixCache::commit(SeqId seq, std::span<const TokenId> tokens) {
   Tenant& t = *tenants_[std::size_t(s.tenant)];
   RadixTree& own = *t.tree;
   InsertResult r = own.insert(tokens.first(full * P), std::span<const PageId>(s.pages).first(full));
+  note_stored(s.tenant, tokens.first(full * P), r);
   t.counters.inserted_tokens += r.num_new_pages * P;
   total_.inserted_tokens += r.num_new_pages * P;
   for (std::size_t i : r.duplicates) {  // the tree's page replaces ours

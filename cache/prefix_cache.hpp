@@ -44,8 +44,10 @@
 #include "cache/eviction_policy.hpp"
 #include "cache/kv_geometry.hpp"
 #include "cache/page_allocator.hpp"
+#include "cache/page_key.hpp"
 #include "cache/page_pool.hpp"
 #include "cache/radix_tree.hpp"
+#include "common/kv_event.hpp"
 #include "common/result.hpp"
 
 namespace arbor::cache {
@@ -129,6 +131,14 @@ class PrefixCache {
   // pages are freed or nothing is evictable; returns the pages freed. evict(0) is a no-op.
   std::size_t evict(std::size_t num_pages);
   void set_eviction_listener(std::function<void(const EvictionEvent&)> listener);
+  // KV events (common/kv_event.hpp), called synchronously inside the call that causes
+  // them, in order: commit and publish -> one `stored` event with the pages new to the
+  // namespace's tree (none when every page was cached already); eviction -> one
+  // `removed` event per namespace and eviction pass, keys in eviction order (a page is
+  // removed only after every page below it). Keys: cache/page_key.hpp, seeded with the
+  // tenant's name ("" for the shared namespace). `sequence` is left 0 (the runtime
+  // numbers events). The listener must not call back into this cache.
+  void set_kv_event_listener(std::function<void(const KvEvent&)> listener);
 
   // --- observation (cheap) ---
   CacheStats stats() const;                                 // O(T)
@@ -150,6 +160,7 @@ class PrefixCache {
     TokenCounters counters;
     std::size_t private_pages = 0;  // sum over its sequences of unshared pages
     int num_sequences = 0;
+    std::unordered_map<PageId, PageKey> keys;  // page key of every page of its tree
   };
   struct Sequence {
     TenantId tenant = 0;
@@ -180,6 +191,10 @@ class PrefixCache {
   Result<void> make_room(TenantId tenant, std::size_t num_pages);
   std::size_t evict_from(TenantId ns, std::size_t num_pages);
   std::string check_holders() const;
+  // Keys the pages of `r` new to namespace `ns` (the tail of r.pages), emits `stored`.
+  void note_stored(TenantId ns, std::span<const TokenId> tokens, const InsertResult& r);
+  std::unordered_map<PageId, PageKey>& keys_of(TenantId ns);
+  const std::string& ns_name(TenantId ns) const;
 
   PagePool pool_;  // declared first: destroyed after the trees that hold its pages
   std::unique_ptr<EvictionPolicy> policy_;
@@ -194,6 +209,8 @@ class PrefixCache {
   PinId next_pin_ = 1;
   std::size_t pinned_pages_ = 0;
   std::function<void(const EvictionEvent&)> listener_;
+  std::function<void(const KvEvent&)> kv_listener_;
+  std::unordered_map<PageId, PageKey> shared_keys_;  // page key of every page of the shared tree
 };
 
 }  // namespace arbor::cache

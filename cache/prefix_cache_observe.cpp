@@ -69,6 +69,9 @@ std::string PrefixCache::check_invariants() const {
   if (auto e = shared_tree_->check_invariants(); !e.empty()) return "shared namespace: " + e;
   for (const auto& t : tenants_)
     if (auto e = t->tree->check_invariants(); !e.empty()) return "tenant '" + t->name + "': " + e;
+  if (shared_keys_.size() != shared_tree_->num_pages()) return "shared namespace: page keys != tree pages";
+  for (const auto& t : tenants_)
+    if (t->keys.size() != t->tree->num_pages()) return "tenant '" + t->name + "': page keys != tree pages";
   return check_holders();
 }
 

@@ -1,5 +1,6 @@
 // PrefixCache: making room (quota, then global eviction), pins, priorities, publishing.
 #include <cassert>
+#include <optional>
 
 #include "cache/prefix_cache.hpp"
 
@@ -9,11 +10,19 @@ std::size_t PrefixCache::evict_from(TenantId ns, std::size_t num_pages) {
   std::vector<EvictedPage> evicted = tree(ns).evict(num_pages);
   TokenCounters* owner = ns == kSharedNamespace ? nullptr : &tenants_[std::size_t(ns)]->counters;
   std::size_t freed = 0;
+  auto& keys = keys_of(ns);
+  KvEvent removed{.kind = KvEvent::Kind::removed, .tenant = ns_name(ns),
+                  .page_size = std::size_t(pool_.geometry().page_size)};
   for (const EvictedPage& e : evicted) {
     const bool is_free = pool_.refcount(e.page) == 0;
     freed += is_free;
+    if (auto k = keys.find(e.page); k != keys.end()) {
+      removed.keys.push_back(k->second);
+      keys.erase(k);
+    }
     if (listener_) listener_(EvictionEvent{ns, e.page, e.end_token, is_free});
   }
+  if (kv_listener_ && !removed.keys.empty()) kv_listener_(removed);
   if (owner) owner->evicted_pages += evicted.size();
   total_.evicted_pages += evicted.size();
   return freed;
@@ -107,8 +116,47 @@ Result<std::size_t> PrefixCache::publish(TenantId tenant, std::span<const TokenI
   if (m.num_tokens == 0)
     return fail(ErrorCode::not_found, "publish: tenant '" + tenants_[std::size_t(tenant)]->name +
                                           "' has none of these tokens cached; commit them first");
-  shared_tree_->insert(tokens.first(m.num_tokens), m.pages);
+  InsertResult r = shared_tree_->insert(tokens.first(m.num_tokens), m.pages);
+  note_stored(kSharedNamespace, tokens.first(m.num_tokens), r);
   return m.num_tokens;
+}
+
+std::unordered_map<PageId, PageKey>& PrefixCache::keys_of(TenantId ns) {
+  return ns == kSharedNamespace ? shared_keys_ : tenants_[std::size_t(ns)]->keys;
+}
+
+const std::string& PrefixCache::ns_name(TenantId ns) const {
+  static const std::string shared;
+  return ns == kSharedNamespace ? shared : tenants_[std::size_t(ns)]->name;
+}
+
+void PrefixCache::note_stored(TenantId ns, std::span<const TokenId> tokens, const InsertResult& r) {
+  if (r.num_new_pages == 0) return;
+  const std::size_t P = std::size_t(pool_.geometry().page_size);
+  const std::size_t first = r.pages.size() - r.num_new_pages;  // a new leaf holds the tail
+  auto& keys = keys_of(ns);
+  std::optional<PageKey> parent;
+  if (first > 0) {
+    if (auto k = keys.find(r.pages[first - 1]); k != keys.end()) {
+      parent = k->second;
+    } else {  // not expected (every tree page is keyed); recompute the chain
+      parent = page_keys(ns_name(ns), tokens.first(first * P), P).back();
+    }
+  }
+  KvEvent stored{.kind = KvEvent::Kind::stored, .tenant = ns_name(ns), .parent = parent, .page_size = P};
+  PageKey h = parent ? *parent : page_key_seed(ns_name(ns));
+  for (std::size_t i = first; i < r.pages.size(); ++i) {
+    h = next_page_key(h, tokens.subspan(i * P, P));
+    keys[r.pages[i]] = h;
+    stored.keys.push_back(h);
+  }
+  if (!kv_listener_) return;
+  stored.tokens.assign(tokens.begin() + std::ptrdiff_t(first * P), tokens.begin() + std::ptrdiff_t(r.pages.size() * P));
+  kv_listener_(stored);
+}
+
+void PrefixCache::set_kv_event_listener(std::function<void(const KvEvent&)> listener) {
+  kv_listener_ = std::move(listener);
 }
 
 void PrefixCache::set_eviction_listener(std::function<void(const EvictionEvent&)> listener) {
