@@ -11,6 +11,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "model/chat_template.hpp"
 #include "model/gguf.hpp"
 #include "model/tokenizer.hpp"
@@ -454,23 +456,28 @@ CacheStats ClusterBackend::cache_stats() const {
 
 std::vector<CacheTreeNode> ClusterBackend::cache_tree(const std::string&, std::size_t) const { return {}; }
 
+// Each node's own figures, in the order of nodes(); nothing for a node that is down or
+// does not answer within 2 s.
+std::vector<std::optional<NodeStats>> ClusterBackend::ask_node_stats() const {
+  std::vector<std::pair<NodeActor, Endpoint>> handles;
+  {
+    std::lock_guard lock(state_->mu);
+    for (const auto& n : state_->nodes) handles.emplace_back(n.up ? n.actor : NodeActor{}, n.endpoint);
+  }
+  std::vector<std::optional<NodeStats>> stats(handles.size());
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    if (!handles[i].first) continue;
+    auto text = ask(*state_->system, handles[i].first, handles[i].second, node_stats_atom::value,
+                    std::chrono::seconds(2));
+    if (!text) continue;
+    if (auto s = stats_from_wire(*text)) stats[i] = std::move(*s);
+  }
+  return stats;
+}
+
 std::string ClusterBackend::metrics_text() const {
   const auto views = nodes();
-  std::vector<std::optional<NodeStats>> stats(views.size());
-  {
-    std::vector<std::pair<NodeActor, Endpoint>> handles;
-    {
-      std::lock_guard lock(state_->mu);
-      for (const auto& n : state_->nodes) handles.emplace_back(n.up ? n.actor : NodeActor{}, n.endpoint);
-    }
-    for (std::size_t i = 0; i < handles.size(); ++i) {
-      if (!handles[i].first) continue;
-      auto text = ask(*state_->system, handles[i].first, handles[i].second, node_stats_atom::value,
-                      std::chrono::seconds(2));
-      if (!text) continue;
-      if (auto s = stats_from_wire(*text)) stats[i] = std::move(*s);
-    }
-  }
+  const auto stats = ask_node_stats();
   std::string out;
   auto family = [&](const char* name, const char* type, const char* help, auto value) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
@@ -516,6 +523,38 @@ std::string ClusterBackend::metrics_text() const {
   from_node("arbor_cluster_node_hit_ratio", "The node's cached / prompt tokens.",
             [](const NodeStats& s) { return s.cache.hit_ratio; });
   return out;
+}
+
+std::string ClusterBackend::nodes_json() const {
+  const auto views = nodes();
+  const auto stats = ask_node_stats();
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const NodeView& v = views[i];
+    nlohmann::ordered_json o;
+    o["node"] = v.endpoint;
+    o["up"] = v.up;
+    o["inflight"] = v.inflight;
+    o["indexed_pages"] = v.indexed_pages;
+    o["routed"] = {{"prefix", v.routed_prefix}, {"balance", v.routed_balance}, {"cold", v.routed_cold}};
+    o["matched_tokens"] = v.matched_tokens;
+    o["retried"] = v.retried_here;
+    o["rejoins"] = v.rejoins;
+    // The node's own figures; null while it is down or does not answer.
+    o["pages_total"] = nullptr;
+    o["pages_free"] = nullptr;
+    o["queued_requests"] = nullptr;
+    o["hit_ratio"] = nullptr;
+    if (i < stats.size() && stats[i]) {
+      const CacheStats& c = stats[i]->cache;
+      o["pages_total"] = c.pages_total;
+      o["pages_free"] = c.pages_free;
+      o["queued_requests"] = c.queued_requests;
+      o["hit_ratio"] = c.hit_ratio;
+    }
+    out.push_back(std::move(o));
+  }
+  return out.dump();
 }
 
 std::vector<NodeView> ClusterBackend::nodes() const {

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,11 @@ class ClusterBackend : public server::Backend {
   // _retried_total, _rejoins_total; and from each up node (2 s at most):
   // arbor_cluster_node_pages_free, _pages_total, _queued_requests, _hit_ratio.
   std::string metrics_text() const override;
+  // Per node: "node", "up", "inflight", "indexed_pages", "routed" {prefix, balance,
+  // cold}, "matched_tokens", "retried", "rejoins" (the router's view), and the node's
+  // own "pages_total", "pages_free", "queued_requests", "hit_ratio" (null while down or
+  // silent for 2 s).
+  std::string nodes_json() const override;
 
   std::vector<NodeView> nodes() const;
 
@@ -103,6 +109,7 @@ class ClusterBackend : public server::Backend {
 
  private:
   explicit ClusterBackend(std::shared_ptr<State> state);
+  std::vector<std::optional<NodeStats>> ask_node_stats() const;
   std::shared_ptr<State> state_;
 };
 

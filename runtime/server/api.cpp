@@ -211,6 +211,9 @@ void Api::cache_stats(const ExchangePtr& ex, const Principal& p) {
   }
   j["served"] = std::move(served);
   if (p.admin) j["server"] = {{"inflight", inflight()}, {"max_inflight", config_.max_inflight}};
+  // A cluster router's nodes (load and pages of the whole cluster: admins only).
+  if (const std::string nodes = p.admin ? backend_.nodes_json() : ""; !nodes.empty())
+    j["nodes"] = nlohmann::ordered_json::parse(nodes);
   reply_json(ex, p.tenant, "/v1/cache/stats", 200, dump(j));
 }
 

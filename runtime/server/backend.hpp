@@ -69,6 +69,10 @@ class Backend {
   // appended to an admin's /metrics: a cluster router's nodes and routing decisions.
   // Whole-backend figures, never one tenant's. Default: nothing.
   virtual std::string metrics_text() const { return ""; }
+  // A JSON array, one object per node this backend routes to (a cluster router's
+  // nodes: address, up, load, pages, hit ratio, routing decisions), shown to an admin
+  // as /v1/cache/stats "nodes" and by the dashboard. Default: "" (no nodes).
+  virtual std::string nodes_json() const { return ""; }
 };
 
 // Adapts a Runtime (which must outlive the backend). A generation's on_done comes from

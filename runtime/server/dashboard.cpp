@@ -41,6 +41,8 @@ td:first-child,th:first-child{text-align:left}
 <div class="bar" id="pagebar"></div>
 <div class="legend" id="pagelegend"></div>
 <table id="globals" style="margin-top:10px"></table></section>
+<section class="wide" id="nodesection" hidden><h2>Cluster nodes (routing decisions: prefix / balance / cold)</h2>
+<table id="nodes"></table></section>
 <section><h2>Tenants</h2><table id="tenants"></table></section>
 <section><h2>Runs</h2><table id="runs"></table></section>
 <section class="wide"><h2>Radix tree of <span id="treetenant">&ndash;</span>
@@ -114,6 +116,21 @@ function showStats(s) {
     }));
 }
 
+// A cluster router's nodes: the router's view (load, index, decisions) and each node's
+// own figures (null while the node is down or silent).
+function showNodes(nodes) {
+  const section = document.getElementById("nodesection");
+  section.hidden = !Array.isArray(nodes);
+  if (section.hidden) return;
+  const orDash = v => (v === null || v === undefined ? "\u2013" : v);
+  fillTable("nodes", ["node", "state", "in flight", "queued", "pages used", "indexed pages", "hit ratio",
+                      "prefix", "balance", "cold", "retried", "rejoins"],
+    nodes.map(n => [n.node, n.up ? "up" : "down", n.inflight, orDash(n.queued_requests),
+      n.pages_total === null ? "\u2013" : (n.pages_total - n.pages_free) + " / " + n.pages_total, n.indexed_pages,
+      n.hit_ratio === null ? "\u2013" : pct(n.hit_ratio), n.routed.prefix, n.routed.balance, n.routed.cold,
+      n.retried, n.rejoins]));
+}
+
 function showTree(t) {
   document.getElementById("treetenant").textContent = t.tenant;
   const nodes = t.nodes || [], byId = new Map(), kids = new Map();
@@ -164,7 +181,7 @@ async function poll() {
   const status = document.getElementById("status");
   try {
     const [stats, tree, runs] = await Promise.all([get("/v1/cache/stats"), get("/v1/cache/tree?max_nodes=200"), get("/v1/runs")]);
-    showStats(stats); showTree(tree);
+    showStats(stats); showNodes(stats.nodes); showTree(tree);
     fillTable("runs", ["run", "tenant", "status"], (runs.data || []).slice(-12).map(r => [r.id, r.tenant, r.status]));
     status.textContent = "live \u00b7 " + new Date().toLocaleTimeString();
     document.body.dataset.loaded = "1";

@@ -221,6 +221,20 @@ TEST_F(ClusterProcesses, SharedPrefixesRouteToTheNodeHoldingThem) {
                               "\"} 1\n"),
             std::string::npos)
       << metrics.body;
+  // The same per node in /v1/cache/stats "nodes" (the dashboard's table), with the
+  // node's own figures as the node reports them.
+  const Reply stats = request(cluster.router->port(), "GET", "/v1/cache/stats");
+  ASSERT_EQ(stats.status, 200);
+  const auto nodes = stats.json()["nodes"];
+  ASSERT_EQ(nodes.size(), cluster.nodes.size()) << stats.body;
+  const auto& holder = nodes[holders[0]];
+  EXPECT_EQ(holder["node"], "127.0.0.1:" + std::to_string(cluster.nodes[holders[0]]->port()));
+  EXPECT_EQ(holder["up"], true);
+  EXPECT_EQ(holder["routed"], nlohmann::json::parse(R"({"prefix":2,"balance":0,"cold":1})"));
+  const auto now_held = cluster.stats(holders[0]).cache;
+  EXPECT_EQ(holder["pages_total"], now_held.pages_total);
+  EXPECT_DOUBLE_EQ(holder["hit_ratio"].get<double>(), now_held.hit_ratio);
+  EXPECT_EQ(nodes[second]["routed"], nlohmann::json::parse(R"({"prefix":0,"balance":0,"cold":1})"));
 
   // One runtime, the same requests in the same order: the same greedy answers.
   auto runtime = arbor::testing::make_runtime();

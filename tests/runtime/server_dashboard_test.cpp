@@ -1,6 +1,7 @@
 // The dashboard in headless Chromium: after some traffic the page loads, runs its
 // script without console errors, shows live figures (its DOM is checked), and a
-// screenshot is saved as build/server_dashboard.png. Skips without chromium.
+// screenshot is saved as build/server_dashboard.png; a router's page shows its nodes.
+// Skips without chromium.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -19,6 +20,36 @@ std::string find_chromium() {
     if (std::system(probe.c_str()) == 0) return name;
   }
   return "";
+}
+
+// What headless Chromium made of the page at 127.0.0.1:port: the DOM after its script
+// ran, the browser's log, and the size of a screenshot saved as build/<name>.png.
+struct Page {
+  std::string dom, log;
+  std::uintmax_t screenshot_bytes = 0;
+};
+
+Page render(const std::string& chromium, int port, const std::string& name) {
+  const std::string dir = ARBOR_BINARY_DIR;
+  const std::string profile = dir + "/" + name + "_profile";
+  const std::string screenshot = dir + "/" + name + ".png";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
+  std::filesystem::remove(screenshot);
+  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
+                            " --user-data-dir=" + profile + " --window-size=1280,1100 --virtual-time-budget=6000"
+                            " --enable-logging=stderr --v=0 ";
+  const std::string dom_file = dir + "/" + name + "_dom.html", log_file = dir + "/" + name + "_chromium.log";
+  const std::string dump = "timeout 120 " + chromium + flags + "--dump-dom " + url + " > " + dom_file + " 2> " + log_file;
+  Page page;
+  EXPECT_EQ(std::system(dump.c_str()), 0) << arbor::testing::read_text(log_file);
+  const std::string shot = "timeout 120 " + chromium + flags + "--screenshot=" + screenshot + " " + url +
+                           " > /dev/null 2>> " + log_file;
+  EXPECT_EQ(std::system(shot.c_str()), 0) << arbor::testing::read_text(log_file);
+  page.dom = arbor::testing::read_text(dom_file);
+  page.log = arbor::testing::read_text(log_file);
+  if (std::filesystem::exists(screenshot)) page.screenshot_bytes = std::filesystem::file_size(screenshot);
+  std::filesystem::remove_all(profile);
+  return page;
 }
 
 TEST(ServerDashboard, LoadsInHeadlessChromiumWithoutConsoleErrors) {
@@ -46,23 +77,9 @@ TEST(ServerDashboard, LoadsInHeadlessChromiumWithoutConsoleErrors) {
   const std::string id = started.json()["id"];
   ASSERT_EQ(request(port, "GET", "/v1/runs/" + id + "/events").status, 200);  // until it ends
 
-  const std::string dir = ARBOR_BINARY_DIR;
-  const std::string profile = dir + "/server_dashboard_profile";
-  const std::string screenshot = dir + "/server_dashboard.png";
-  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
-  std::filesystem::remove(screenshot);
-  const std::string flags = " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
-                            " --user-data-dir=" + profile + " --window-size=1280,1100 --virtual-time-budget=6000"
-                            " --enable-logging=stderr --v=0 ";
-  const std::string dom_file = dir + "/server_dashboard_dom.html", log_file = dir + "/server_dashboard_chromium.log";
-  const std::string dump = "timeout 120 " + chromium + flags + "--dump-dom " + url + " > " + dom_file + " 2> " + log_file;
-  ASSERT_EQ(std::system(dump.c_str()), 0) << arbor::testing::read_text(log_file);
-  const std::string shot = "timeout 120 " + chromium + flags + "--screenshot=" + screenshot + " " + url +
-                           " > /dev/null 2>> " + log_file;
-  ASSERT_EQ(std::system(shot.c_str()), 0) << arbor::testing::read_text(log_file);
-
-  const std::string dom = arbor::testing::read_text(dom_file);
-  const std::string log = arbor::testing::read_text(log_file);
+  const Page page = render(chromium, port, "server_dashboard");
+  const std::string& dom = page.dom;
+  const std::string& log = page.log;
   // The script set data-loaded after rendering every panel from live data.
   EXPECT_NE(dom.find("data-loaded=\"1\""), std::string::npos) << dom.substr(0, 3000);
   EXPECT_NE(dom.find("<svg"), std::string::npos);              // the radix tree picture
@@ -72,9 +89,34 @@ TEST(ServerDashboard, LoadsInHeadlessChromiumWithoutConsoleErrors) {
   // The page logs nothing: any console line is an error or a warning.
   EXPECT_EQ(log.find(":CONSOLE("), std::string::npos) << log;
   EXPECT_EQ(log.find("Uncaught"), std::string::npos) << log;
-  EXPECT_TRUE(std::filesystem::exists(screenshot));
-  EXPECT_GT(std::filesystem::file_size(screenshot), 10000u);
-  std::filesystem::remove_all(profile);
+  EXPECT_GT(page.screenshot_bytes, 10000u);
+  EXPECT_NE(dom.find("id=\"nodesection\" hidden"), std::string::npos);  // not a router: no nodes table
+  (*server)->stop();
+}
+
+TEST(ServerDashboard, ShowsARoutersNodes) {
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed; run scripts/install_test_tools.sh";
+  FakeBackend backend;
+  backend.set_nodes(R"([
+    {"node":"127.0.0.1:7101","up":true,"inflight":2,"indexed_pages":40,"routed":{"prefix":7,"balance":1,"cold":2},
+     "matched_tokens":900,"retried":0,"rejoins":0,"pages_total":512,"pages_free":400,"queued_requests":3,"hit_ratio":0.75},
+    {"node":"127.0.0.1:7102","up":false,"inflight":0,"indexed_pages":0,"routed":{"prefix":0,"balance":0,"cold":4},
+     "matched_tokens":0,"retried":1,"rejoins":2,"pages_total":null,"pages_free":null,"queued_requests":null,"hit_ratio":null}])");
+  ServerConfig config;
+  config.port = 0;
+  auto server = Server::start(config, backend);
+  ASSERT_TRUE(server.has_value()) << server.error().message;
+  const Page page = render(chromium, (*server)->port(), "server_dashboard_nodes");
+  EXPECT_NE(page.dom.find("data-loaded=\"1\""), std::string::npos) << page.dom.substr(0, 3000);
+  EXPECT_EQ(page.log.find(":CONSOLE("), std::string::npos) << page.log;
+  // One row per node, with the router's decisions and the node's own figures.
+  EXPECT_NE(page.dom.find("<td>127.0.0.1:7101</td><td>up</td><td>2</td><td>3</td><td>112 / 512</td><td>40</td>"
+                          "<td>75.0%</td><td>7</td><td>1</td><td>2</td>"),
+            std::string::npos)
+      << page.dom;
+  EXPECT_NE(page.dom.find("<td>127.0.0.1:7102</td><td>down</td>"), std::string::npos);
+  EXPECT_EQ(page.dom.find("id=\"nodesection\" hidden"), std::string::npos);
   (*server)->stop();
 }
 

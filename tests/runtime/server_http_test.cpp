@@ -352,6 +352,15 @@ TEST_F(ServerHttp, StatsTreeAndMetricsAreScopedToTheCaller) {
   EXPECT_NE(admin_metrics.headers["Content-Type"].find("text/plain"), std::string::npos);
 }
 
+TEST_F(ServerHttp, ClusterNodesAreShownToAnAdminOnly) {
+  EXPECT_FALSE(request(port_, "GET", "/v1/cache/stats", "", kAdmin).json().contains("nodes"));  // no cluster
+  const std::string nodes = R"([{"node":"127.0.0.1:7001","up":true,"inflight":2},{"node":"127.0.0.1:7002","up":false}])";
+  backend_.set_nodes(nodes);
+  auto admin = request(port_, "GET", "/v1/cache/stats", "", kAdmin).json();
+  EXPECT_EQ(admin["nodes"], nlohmann::json::parse(nodes));
+  EXPECT_FALSE(request(port_, "GET", "/v1/cache/stats", "", kAlpha).json().contains("nodes"));
+}
+
 TEST_F(ServerHttp, DashboardIsSelfContained) {
   auto r = request(port_, "GET", "/");
   ASSERT_EQ(r.status, 200);

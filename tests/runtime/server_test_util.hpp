@@ -157,6 +157,11 @@ class FakeBackend final : public Backend {
   std::atomic<bool> hold{false};
   std::atomic<int> num_started{0}, num_cancelled{0}, num_live{0};
   std::atomic<int> num_run_controls{0};  // FakeRun objects alive (whoever holds them)
+  // What nodes_json() answers (a router's nodes JSON); "" = not a router.
+  void set_nodes(std::string json) {
+    std::lock_guard lock(nodes_mutex_);
+    nodes_ = std::move(json);
+  }
 
   ~FakeBackend() override {
     release_all();
@@ -341,6 +346,10 @@ class FakeBackend final : public Backend {
     s.tenants["beta"].used_pages = 5;
     return s;
   }
+  std::string nodes_json() const override {
+    std::lock_guard lock(nodes_mutex_);
+    return nodes_;
+  }
   std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const override {
     CacheTreeNode n;
     n.id = 1;
@@ -356,6 +365,8 @@ class FakeBackend final : public Backend {
   std::vector<std::thread> threads_;
   std::set<std::string> seen_;
   std::atomic<int> num_runs_{0};
+  mutable std::mutex nodes_mutex_;
+  std::string nodes_;
 };
 
 }  // namespace arbor::server::test
