@@ -5,6 +5,7 @@
 // operator names a directory; then only regular files inside it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,16 +24,25 @@ struct DocumentAccess {
     confined,
     // No file at all: a workflow that names one is invalid (give the text inline).
     none,
+    // The files' bytes as another process read them under its own policy (a cluster
+    // router ships the prefix documents it read with the run: runtime/cluster/wire.hpp),
+    // by the path as written; a path not in `given` is an error. No file system is
+    // read (the read_file tool reads nothing).
+    given,
   };
   Mode mode = Mode::local;
   std::string dir = ".";
   std::vector<std::string> deny;
+  std::map<std::string, std::string> given = {};  // Mode::given: path as written -> bytes
 
   static DocumentAccess local_to(std::string dir) { return {Mode::local, std::move(dir), {}}; }
   static DocumentAccess confined_to(std::string dir, std::vector<std::string> deny = {}) {
     return {Mode::confined, std::move(dir), std::move(deny)};
   }
   static DocumentAccess no_files() { return {Mode::none, "", {}}; }
+  static DocumentAccess given_files(std::map<std::string, std::string> files) {
+    return {Mode::given, "", {}, std::move(files)};
+  }
 };
 
 }  // namespace arbor

@@ -128,6 +128,12 @@ Read read_prefix_document(const DocumentAccess& access, const std::string& file)
       return read_confined(access, file, "prefix document",
                            "; over the network, prefix files are read only from the server's workflow_dir: "
                            "a relative path without '..', to a regular file, with no symbolic link on the way");
+    case DocumentAccess::Mode::given: {
+      auto it = access.given.find(file);
+      if (it != access.given.end()) return it->second;
+      return refuse(file, "was not sent with the run (the cluster router reads a run's prefix files and sends "
+                          "them to the node); post the run to the router again");
+    }
     case DocumentAccess::Mode::none: break;
   }
   return refuse(file, "cannot be read: this server reads no prefix files (its config sets no workflow_dir); "
@@ -135,7 +141,7 @@ Read read_prefix_document(const DocumentAccess& access, const std::string& file)
 }
 
 Read read_tool_file(const DocumentAccess& access, const std::string& file) {
-  if (access.mode == DocumentAccess::Mode::none || access.dir.empty())
+  if (access.mode == DocumentAccess::Mode::none || access.mode == DocumentAccess::Mode::given || access.dir.empty())
     return refuse(file, "cannot be read: this run reads no files (a workflow posted to the server reads files only "
                         "when its config sets workflow_dir)", "read_file");
   return read_confined(access, file, "read_file",
