@@ -1,24 +1,31 @@
 #include "runtime/cluster/cluster_backend.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <optional>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "actors/conversation.hpp"
+#include "common/json_text.hpp"
 #include "model/chat_template.hpp"
 #include "model/gguf.hpp"
 #include "model/tokenizer.hpp"
 #include "runtime/chat_prompt.hpp"
 #include "runtime/cluster/net_config.hpp"
 #include "runtime/cluster/route_policy.hpp"
+#include "workflows/documents.hpp"
+#include "workflows/parser.hpp"
+#include "workflows/tools.hpp"
+#include "workflows/workflow.hpp"
 
 namespace arbor::cluster {
 namespace {
@@ -114,6 +121,33 @@ struct ClusterBackend::State {
     std::size_t inflight = 0;
     std::uint64_t routed[3] = {0, 0, 0};  // by RouteKind
     std::uint64_t matched_tokens = 0, retried_here = 0, rejoins = 0;
+    // Workflow runs: in flight here, sent here by RouteKind, sent here again after
+    // their node went down.
+    std::size_t runs = 0;
+    std::uint64_t runs_routed[3] = {0, 0, 0};
+    std::uint64_t runs_retried_here = 0;
+  };
+  // A workflow run the router has started: all its agents run on one node.
+  struct Run {
+    std::string id;                                   // "run-N", the router's (a node numbers its runs its own way)
+    std::string tenant;                               // routing's ("default" for none)
+    std::string wire;                                 // the RunRequest as sent
+    std::vector<std::vector<std::int32_t>> prefixes;  // each shared prefix's ids, as its agents tokenize it
+    int max_attempts = 1;                             // nodes it may be sent to: 1 + the run's retries
+    std::chrono::steady_clock::time_point start;
+    std::mutex events_mu;    // one event delivered at a time, run_finished last
+    EventCallback on_event;  // under events_mu; dropped once finished
+    // Under State::mu:
+    std::uint64_t attempt = 0;  // the id its current node knows; 0 = on no node
+    std::size_t node = 0;
+    int attempts = 0;
+    bool cancelled = false;
+    std::vector<std::string> lost;  // the nodes that went down under it
+    // Under its own mutex:
+    mutable std::mutex mu;
+    std::condition_variable cv;
+    RunResult result;  // status running until done
+    bool done = false;
   };
   struct Pending {
     std::size_t node = 0;
@@ -143,6 +177,9 @@ struct ClusterBackend::State {
   std::vector<Node> nodes;
   std::map<std::uint64_t, Pending> pending;
   std::uint64_t next_id = 1;
+  RunListener run_inbox;                               // receives the nodes' run events and outcomes
+  std::map<std::uint64_t, std::shared_ptr<Run>> runs;  // in flight, by the id their node knows
+  std::uint64_t next_run = 1;
   std::size_t turn = 0;  // Routing::round_robin
 
   ~State() {
@@ -163,6 +200,19 @@ struct ClusterBackend::State {
     }
     for (auto& [done, error] : failures)
       if (done) done(std::unexpected(error));
+    std::vector<std::shared_ptr<Run>> stopped;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [attempt, run] : runs) {
+        if (nodes[run->node].up)
+          caf::anon_send(nodes[run->node].actor, node_run_cancel_atom::value, attempt, run_inbox);
+        stopped.push_back(run);
+      }
+      runs.clear();
+    }
+    for (auto& run : stopped) fail_run(run, RunStatus::cancelled, "the router is shutting down");
+    if (run_inbox) caf::anon_send_exit(run_inbox, caf::exit_reason::user_shutdown);
+    run_inbox = nullptr;
     if (inbox) caf::anon_send_exit(inbox, caf::exit_reason::user_shutdown);
     inbox = nullptr;
     for (auto& n : nodes) n.actor = nullptr;
@@ -213,7 +263,7 @@ struct ClusterBackend::State {
   bool dispatch(std::uint64_t id, Pending& p) {
     std::vector<NodeLoad> loads;
     for (const auto& n : nodes)
-      loads.push_back({n.up, n.inflight, n.up ? n.index.match(p.tenant, p.prompt) : 0, n.index.num_pages()});
+      loads.push_back({n.up, n.inflight + n.runs, n.up ? n.index.match(p.tenant, p.prompt) : 0, n.index.num_pages()});
     auto choice = options.routing == Routing::cache_aware ? choose_node(loads, options.overload_margin)
                                                           : next_in_turn(loads);
     if (!choice) return false;
@@ -256,6 +306,7 @@ struct ClusterBackend::State {
 
   void on_node_down(std::size_t index, const std::string& reason) {
     std::vector<Failure> failures;
+    std::vector<std::pair<std::shared_ptr<Run>, std::string>> runs_lost;
     {
       std::lock_guard lock(mu);
       auto& node = nodes[index];
@@ -279,9 +330,171 @@ struct ClusterBackend::State {
         failures.push_back({std::move(p.on_done), Error{ErrorCode::cancelled, what + why + "; send it again"}});
         it = pending.erase(it);
       }
+      runs_lost = runs_on_node_down(index, reason);
     }
     for (auto& [done, error] : failures)
       if (done) done(std::unexpected(error));
+    for (auto& [run, error] : runs_lost) fail_run(run, RunStatus::failed, error);
+  }
+
+  // Chooses a node for `run` (choose_node on its shared prefixes: the matched tokens
+  // of all of them) and sends it there. Called with `mu` held.
+  bool dispatch_run(const std::shared_ptr<Run>& run) {
+    std::vector<NodeLoad> loads;
+    for (const auto& n : nodes) {
+      std::size_t matched = 0;
+      if (n.up)
+        for (const auto& ids : run->prefixes) matched += n.index.match(run->tenant, ids);
+      loads.push_back({n.up, n.inflight + n.runs, matched, n.index.num_pages()});
+    }
+    auto choice =
+        options.routing == Routing::cache_aware ? choose_node(loads, options.overload_margin) : next_in_turn(loads);
+    if (!choice) return false;
+    auto& n = nodes[choice->node];
+    ++n.runs;
+    ++n.runs_routed[static_cast<int>(choice->kind)];
+    if (run->attempts > 0) ++n.runs_retried_here;
+    for (const auto& ids : run->prefixes) n.index.insert(run->tenant, ids);
+    run->node = choice->node;
+    run->attempt = next_id++;
+    ++run->attempts;
+    runs.emplace(run->attempt, run);
+    caf::anon_send(n.actor, node_run_atom::value, run->attempt, run->wire, run_inbox);
+    return true;
+  }
+
+  // The runs on a node that went down: each is sent to another node while its
+  // attempts allow, else returned with the error that fails it. Called with `mu` held.
+  std::vector<std::pair<std::shared_ptr<Run>, std::string>> runs_on_node_down(std::size_t index,
+                                                                              const std::string& reason) {
+    std::vector<std::pair<std::shared_ptr<Run>, std::string>> lost;
+    auto& node = nodes[index];
+    node.runs = 0;
+    std::vector<std::shared_ptr<Run>> moved;
+    for (auto it = runs.begin(); it != runs.end();) {
+      if (it->second->node != index) {
+        ++it;
+        continue;
+      }
+      moved.push_back(it->second);
+      it = runs.erase(it);
+    }
+    for (auto& run : moved) {
+      run->attempt = 0;
+      run->lost.push_back(node.endpoint.text());
+      if (!run->cancelled && run->attempts < run->max_attempts && dispatch_run(run)) continue;
+      std::string nodes_lost;
+      for (const auto& at : run->lost) nodes_lost += (nodes_lost.empty() ? "" : ", ") + at;
+      std::string error = "node " + node.endpoint.text() + " went down (" + reason + ") while running this run";
+      if (run->cancelled) error += "; it had been cancelled";
+      else if (run->attempts < run->max_attempts)
+        error += "; no other node is up to run it again; restart the nodes, then post the run again";
+      else if (run->max_attempts == 1)
+        error +=
+            "; it was not retried: the workflow allows no retry (max_retries 0); raise max_retries (the "
+            "smallest of its agents' counts) to run it again on another node, or post it again";
+      else
+        error += "; it was not retried again: it ran on " + std::to_string(run->attempts) + " node(s) (" + nodes_lost +
+                 "), all that its max_retries " + std::to_string(run->max_attempts - 1) + " allows; post it again";
+      lost.emplace_back(run, std::move(error));
+    }
+    return lost;
+  }
+
+  // A run's event from its node (all but run_finished).
+  void on_run_event(std::uint64_t attempt, const std::string& text) {
+    std::shared_ptr<Run> run;
+    auto event = event_from_wire(text);
+    if (!event) return;
+    {
+      std::lock_guard lock(mu);
+      auto it = runs.find(attempt);
+      if (it == runs.end()) return;  // from an attempt that is over
+      run = it->second;
+      // A retry's run_started: the client saw the run start already.
+      if (event->kind == Event::Kind::run_started && run->attempts > 1) return;
+    }
+    event->run_id = run->id;
+    {
+      std::lock_guard record(run->mu);
+      if (run->done) return;
+      note_event(run->result, *event);
+    }
+    std::lock_guard delivery(run->events_mu);
+    if (run->on_event) run->on_event(*event);
+  }
+
+  // A run's outcome from its node: its result, then its run_finished event.
+  void on_run_done(std::uint64_t attempt, const std::string& text) {
+    std::shared_ptr<Run> run;
+    std::string at;
+    {
+      std::lock_guard lock(mu);
+      auto it = runs.find(attempt);
+      if (it == runs.end()) return;
+      run = it->second;
+      runs.erase(it);
+      run->attempt = 0;
+      auto& n = nodes[run->node];
+      if (n.runs > 0) --n.runs;
+      at = n.endpoint.text();
+    }
+    auto outcome = run_outcome_from_wire(text);
+    if (!outcome) return fail_run(run, RunStatus::failed, "node " + at + ": " + outcome.error().message);
+    RunResult result = std::move(outcome->result);
+    result.run_id = run->id;
+    result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run->start).count();
+    outcome->finished.run_id = run->id;
+    finish_run(run, std::move(result), outcome->finished);
+  }
+
+  // Ends `run` here (its node is gone or could not run it): the agents as its events
+  // left them, `status`, and a run_finished event whose text is `error`.
+  void fail_run(const std::shared_ptr<Run>& run, RunStatus status, const std::string& error) {
+    RunResult result;
+    {
+      std::lock_guard record(run->mu);
+      if (run->done) return;
+      result = run->result;
+    }
+    result.status = status;
+    result.error = error;
+    result.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run->start).count();
+    Event finished;
+    finished.kind = Event::Kind::run_finished;
+    finished.run_id = run->id;
+    finished.status = status;
+    finished.text = error;
+    finish_run(run, std::move(result), finished);
+  }
+
+  // The result first (the server reads it once it sees run_finished), then the event.
+  static void finish_run(const std::shared_ptr<Run>& run, RunResult result, const Event& finished) {
+    {
+      std::lock_guard record(run->mu);
+      if (run->done) return;
+      run->result = std::move(result);
+      run->done = true;
+    }
+    run->cv.notify_all();
+    std::lock_guard delivery(run->events_mu);
+    auto on_event = std::move(run->on_event);  // no event follows; it may own what owns the run
+    run->on_event = nullptr;
+    if (on_event) on_event(finished);
+  }
+
+  // The snapshot a run's events give: agents started, then finished with their output.
+  static void note_event(RunResult& result, const Event& event) {
+    if (event.kind != Event::Kind::agent_started && event.kind != Event::Kind::agent_finished) return;
+    auto it = std::find_if(result.agents.begin(), result.agents.end(),
+                           [&](const AgentResult& a) { return a.id == event.agent_id; });
+    if (it == result.agents.end()) {
+      result.agents.emplace_back();
+      it = std::prev(result.agents.end());
+      it->id = event.agent_id;
+    }
+    if (const auto* status = std::get_if<AgentStatus>(&event.status)) it->status = *status;
+    if (event.kind == Event::Kind::agent_finished) it->output = event.text;
   }
 };
 
@@ -306,6 +519,50 @@ InboxActor::behavior_type inbox_actor(InboxActor::stateful_pointer<InboxState> s
       [state](node_done_atom, std::uint64_t id, const std::string& text) { state->on_done(id, text); },
   };
 }
+
+RunListener::behavior_type run_inbox_actor(RunListener::pointer, ClusterBackend::State* state) {
+  return {
+      [state](node_run_event_atom, std::uint64_t id, const std::string& text) { state->on_run_event(id, text); },
+      [state](node_run_done_atom, std::uint64_t id, const std::string& text) { state->on_run_done(id, text); },
+  };
+}
+
+class ClusterRun : public server::RunControl {
+ public:
+  ClusterRun(std::weak_ptr<ClusterBackend::State> state, std::shared_ptr<ClusterBackend::State::Run> run)
+      : state_(std::move(state)), run_(std::move(run)) {}
+  std::string id() const override { return run_->id; }
+  bool done() const override {
+    std::lock_guard lock(run_->mu);
+    return run_->done;
+  }
+  RunResult snapshot() const override {
+    std::lock_guard lock(run_->mu);
+    RunResult r = run_->result;
+    if (!run_->done)
+      r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - run_->start).count();
+    return r;
+  }
+  RunResult wait() override {
+    std::unique_lock lock(run_->mu);
+    run_->cv.wait(lock, [&] { return run_->done; });
+    return run_->result;
+  }
+  // Reaches the run's node, which ends it "cancelled" (its outcome comes back as usual).
+  void cancel() override {
+    auto state = state_.lock();
+    if (!state) return;
+    std::lock_guard lock(state->mu);
+    run_->cancelled = true;
+    if (run_->attempt == 0) return;
+    const auto& node = state->nodes[run_->node];
+    if (node.up) caf::anon_send(node.actor, node_run_cancel_atom::value, run_->attempt, state->run_inbox);
+  }
+
+ private:
+  std::weak_ptr<ClusterBackend::State> state_;
+  std::shared_ptr<ClusterBackend::State::Run> run_;
+};
 
 class ClusterGeneration : public server::Generation {
  public:
@@ -364,6 +621,7 @@ Result<std::unique_ptr<ClusterBackend>> ClusterBackend::connect(ClusterOptions o
   state->options = std::move(options);
   state->nodes = std::move(nodes);
   state->inbox = system.spawn(inbox_actor, state.get());
+  state->run_inbox = system.spawn(run_inbox_actor, state.get());
   for (std::size_t i = 0; i < state->nodes.size(); ++i)
     caf::anon_send(state->inbox, watch_atom::value, state->nodes[i].actor, i);
   state->rejoiner = std::thread([raw = state.get(), period = state->options.rejoin_period] { raw->rejoin_loop(period); });
@@ -402,13 +660,71 @@ Result<std::shared_ptr<server::Generation>> ClusterBackend::start_generate(
   return std::make_shared<ClusterGeneration>(state_, id);
 }
 
-Result<std::shared_ptr<server::RunControl>> ClusterBackend::start_run(const std::string&,
-                                                                      const std::map<std::string, std::string>&,
-                                                                      EventCallback, const std::string&,
-                                                                      const DocumentAccess&) {
-  return fail(ErrorCode::unsupported,
-              "workflow runs are not routed to cluster nodes yet: `arbor serve --nodes` serves /v1/chat/completions "
-              "and /v1/completions; post runs to an `arbor serve` without --nodes");
+Result<std::shared_ptr<server::RunControl>> ClusterBackend::start_run(const std::string& workflow_json,
+                                                                      const std::map<std::string, std::string>& inputs,
+                                                                      EventCallback on_event, const std::string& tenant,
+                                                                      const DocumentAccess& documents) {
+  // Validated here as Runtime::start does (the same diagnostics, before any node is
+  // chosen; the node validates again), with the tools every `arbor node` has.
+  auto plan = workflows::load_workflow_text(workflow_json, documents, inputs);
+  if (!plan) return fail(ErrorCode::invalid_argument, plan.error().format());
+  auto unknown = workflows::check_agent_tools(*plan, workflows::ToolRegistry::builtins(), "<text>");
+  if (unknown.has_errors()) return fail(ErrorCode::invalid_argument, unknown.format());
+
+  // The prefix files, read here under the server's policy: their bytes go with the run.
+  RunRequest request{workflow_json, inputs, tenant, {}};
+  if (auto doc = parse_json_text(workflow_json)) {
+    workflows::Diagnostics ignored;
+    const auto spec = workflows::parse_spec(*doc, workflows::PositionIndex::build(workflow_json), ignored);
+    for (const auto& prefix : spec.prefixes)
+      for (const auto& d : prefix.documents) {
+        if (!d.file || request.documents.contains(*d.file)) continue;
+        auto bytes = workflows::read_prefix_document(documents, *d.file);
+        if (!bytes) return fail(ErrorCode::invalid_argument, bytes.error());
+        request.documents.emplace(*d.file, std::move(*bytes));
+      }
+  }
+
+  auto run = std::make_shared<State::Run>();
+  run->tenant = tenant.empty() ? "default" : tenant;
+  run->wire = to_wire(request);
+  // Each shared prefix's ids as its agents compute them (actors/agent.cpp: prefix_ids).
+  for (const auto& [id, prefix] : plan->prefixes) {
+    if (prefix.text.empty()) continue;
+    actors::Conversation conversation(*state_->tokenizer, *state_->chat);
+    conversation.start(prefix.text, "");
+    if (!conversation.system_ids().empty()) run->prefixes.push_back(conversation.system_ids());
+  }
+  // A whole run is retried on another node only as often as each of its agents may be.
+  int retries = 10;
+  bool any = false;
+  plan->visit([&](const workflows::AgentPlan& a) {
+    retries = std::min(retries, a.max_retries);
+    any = true;
+  });
+  run->max_attempts = 1 + (any ? retries : 0);
+  run->start = std::chrono::steady_clock::now();
+  run->on_event = std::move(on_event);
+  run->result.workflow = plan->name;
+  run->result.tenant = run->tenant;
+  run->result.status = RunStatus::running;
+  plan->visit([&](const workflows::AgentPlan& a) {
+    if (a.dynamic) return;
+    auto& agent = run->result.agents.emplace_back();
+    agent.id = a.id;
+    agent.parent = a.parent_id;
+  });
+
+  std::lock_guard lock(state_->mu);
+  run->id = "run-" + std::to_string(state_->next_run++);
+  run->result.run_id = run->id;
+  if (!state_->dispatch_run(run)) {
+    std::string list;
+    for (const auto& n : state_->nodes) list += (list.empty() ? "" : ", ") + n.endpoint.text();
+    return fail(ErrorCode::out_of_memory,
+                "no cluster node is up (down: " + list + "); restart the nodes, then the router");
+  }
+  return std::make_shared<ClusterRun>(state_, run);
 }
 
 std::string ClusterBackend::run_json(const RunResult& result) const { return to_json(result); }
@@ -509,6 +825,19 @@ std::string ClusterBackend::metrics_text() const {
          [&](auto n, auto l, auto i) { sample(n, l, double(views[i].retried_here)); });
   family("arbor_cluster_rejoins_total", "counter", "Times the node came back after being down.",
          [&](auto n, auto l, auto i) { sample(n, l, double(views[i].rejoins)); });
+  family("arbor_cluster_node_runs", "gauge", "Workflow runs the router has in flight on the node.",
+         [&](auto n, auto l, auto i) { sample(n, l, double(views[i].runs)); });
+  family("arbor_cluster_runs_routed_total", "counter",
+         "Workflow runs sent to the node (all of a run's agents run there), by routing decision on the run's "
+         "shared prefixes (prefix, balance, cold: as arbor_cluster_routed_total).",
+         [&](auto n, auto l, auto i) {
+           sample(n, l + ",route=\"prefix\"", double(views[i].runs_prefix));
+           sample(n, l + ",route=\"balance\"", double(views[i].runs_balance));
+           sample(n, l + ",route=\"cold\"", double(views[i].runs_cold));
+         });
+  family("arbor_cluster_runs_retried_total", "counter",
+         "Workflow runs sent again to the node after their node went down.",
+         [&](auto n, auto l, auto i) { sample(n, l, double(views[i].runs_retried_here)); });
   auto from_node = [&](const char* name, const char* help, auto field) {
     family(name, "gauge", help, [&](auto n, auto l, auto i) {
       if (stats[i]) sample(n, l, field(*stats[i]));
@@ -540,6 +869,9 @@ std::string ClusterBackend::nodes_json() const {
     o["matched_tokens"] = v.matched_tokens;
     o["retried"] = v.retried_here;
     o["rejoins"] = v.rejoins;
+    o["runs"] = v.runs;
+    o["runs_routed"] = {{"prefix", v.runs_prefix}, {"balance", v.runs_balance}, {"cold", v.runs_cold}};
+    o["runs_retried"] = v.runs_retried_here;
     // The node's own figures; null while it is down or does not answer.
     o["pages_total"] = nullptr;
     o["pages_free"] = nullptr;
@@ -560,9 +892,16 @@ std::string ClusterBackend::nodes_json() const {
 std::vector<NodeView> ClusterBackend::nodes() const {
   std::lock_guard lock(state_->mu);
   std::vector<NodeView> out;
-  for (const auto& n : state_->nodes)
+  for (const auto& n : state_->nodes) {
     out.push_back({n.endpoint.text(), n.up, n.inflight, n.index.num_pages(), n.routed[0], n.routed[1], n.routed[2],
                    n.matched_tokens, n.retried_here, n.rejoins});
+    auto& v = out.back();
+    v.runs = n.runs;
+    v.runs_prefix = n.runs_routed[0];
+    v.runs_balance = n.runs_routed[1];
+    v.runs_cold = n.runs_routed[2];
+    v.runs_retried_here = n.runs_retried_here;
+  }
   return out;
 }
 

@@ -17,7 +17,20 @@
 // rejoin_period (a thread of the router): one that answers at its address with the same
 // model rejoins, with an empty index.
 //
-// Workflow runs (POST /v1/runs) are not routed yet: start_run is an unsupported error.
+// Workflow runs (POST /v1/runs): validated on the router (the same 400 with every
+// diagnostic as a single `arbor serve`); the prefix files the server's DocumentAccess
+// allows are read here and their bytes sent with the run (DocumentAccess::given_files on
+// the node: nodes need no shared file system; the read_file tool reads nothing there).
+// A run is one routing decision: all its agents run on one node, chosen by
+// choose_node on its shared prefixes tokenized as its agents tokenize them (BOS + the
+// system segment, actors::Conversation), summed over the workflow's prefixes; they
+// enter that node's index. Its events stream back as they happen; the router keeps its
+// state (GET /v1/runs/{id} answers after its node died). A run whose node goes down is
+// run again, whole, on another node while its attempts allow: 1 + the smallest
+// max_retries of its agents (a whole-run retry repeats every agent, so it is retried
+// only as often as each of them may be; a retry's run_started event is not repeated,
+// its agents start again); else it fails (status failed; a run_finished event whose
+// text names the node). Cancel reaches the node.
 // Thread safety: as server::Backend; callbacks run on the router's actor thread.
 #pragma once
 
@@ -68,6 +81,10 @@ struct NodeView {
   std::uint64_t matched_tokens = 0;  // the index's matched tokens summed over requests sent here
   std::uint64_t retried_here = 0;    // requests re-sent here after their node went down
   std::uint64_t rejoins = 0;         // times it came back after being down
+  // Workflow runs: in flight, sent here by RouteKind, sent here again after their node went down.
+  std::size_t runs = 0;
+  std::uint64_t runs_prefix = 0, runs_balance = 0, runs_cold = 0;
+  std::uint64_t runs_retried_here = 0;
 };
 
 class ClusterBackend : public server::Backend {
@@ -95,10 +112,12 @@ class ClusterBackend : public server::Backend {
   // Per node (label node="HOST:PORT"): arbor_cluster_node_up, _inflight, _indexed_pages,
   // arbor_cluster_routed_total{route="prefix|balance|cold"}, _matched_tokens_total,
   // _retried_total, _rejoins_total; and from each up node (2 s at most):
-  // arbor_cluster_node_pages_free, _pages_total, _queued_requests, _hit_ratio.
+  // arbor_cluster_node_pages_free, _pages_total, _queued_requests, _hit_ratio; workflow
+  // runs: arbor_cluster_node_runs, arbor_cluster_runs_routed_total{route}, _runs_retried_total.
   std::string metrics_text() const override;
   // Per node: "node", "up", "inflight", "indexed_pages", "routed" {prefix, balance,
-  // cold}, "matched_tokens", "retried", "rejoins" (the router's view), and the node's
+  // cold}, "matched_tokens", "retried", "rejoins", workflow "runs" in flight,
+  // "runs_routed" {prefix, balance, cold}, "runs_retried" (the router's view), and the node's
   // own "pages_total", "pages_free", "queued_requests", "hit_ratio" (null while down or
   // silent for 2 s).
   std::string nodes_json() const override;

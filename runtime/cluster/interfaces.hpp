@@ -4,9 +4,11 @@
 //
 // Who sends what:
 //   router -> NodeActor (what `arbor node` publishes): node_info_atom, node_stats_atom,
-//       node_gen_atom, node_cancel_atom
+//       node_gen_atom, node_cancel_atom, node_run_atom, node_run_cancel_atom
 //   NodeActor -> the requester's ReplyListener (the router's inbox, named in each
 //       node_gen_atom / node_cancel_atom): node_piece_atom, node_done_atom
+//   NodeActor -> the requester's RunListener (the router's run inbox, named in each
+//       node_run_atom / node_run_cancel_atom): node_run_event_atom, node_run_done_atom
 //
 // On the network: `caf::io::remote_actor<NodeActor>` compares the interface the node
 // published with this one and fails with sec::unexpected_actor_messaging_interface
@@ -30,6 +32,11 @@ namespace arbor::cluster {
 using ReplyListener = caf::typed_actor<caf::reacts_to<node_piece_atom, std::uint64_t, std::string>,
                                        caf::reacts_to<node_done_atom, std::uint64_t, std::string>>;
 
+// The router's run inbox as a node sees it: a run's events (Event wire JSON, all but
+// run_finished), then exactly one outcome per run (RunOutcome or Error JSON, wire.hpp).
+using RunListener = caf::typed_actor<caf::reacts_to<node_run_event_atom, std::uint64_t, std::string>,
+                                     caf::reacts_to<node_run_done_atom, std::uint64_t, std::string>>;
+
 // What `arbor node` publishes (runtime/cluster/node_actor.hpp).
 using NodeActor = caf::typed_actor<
     caf::replies_to<node_info_atom>::with<std::string>,   // NodeInfo JSON
@@ -38,6 +45,11 @@ using NodeActor = caf::typed_actor<
     // messages to the requester, never by a reply.
     caf::reacts_to<node_gen_atom, std::uint64_t, std::string, ReplyListener, bool>,
     // That generation of that requester ends with "cancelled".
-    caf::reacts_to<node_cancel_atom, std::uint64_t, ReplyListener>>;
+    caf::reacts_to<node_cancel_atom, std::uint64_t, ReplyListener>,
+    // (id, RunRequest JSON, requester): a workflow run, answered by messages to the
+    // requester, never by a reply.
+    caf::reacts_to<node_run_atom, std::uint64_t, std::string, RunListener>,
+    // That run of that requester ends "cancelled".
+    caf::reacts_to<node_run_cancel_atom, std::uint64_t, RunListener>>;
 
 }  // namespace arbor::cluster

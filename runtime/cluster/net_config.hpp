@@ -17,6 +17,7 @@ struct NetConfig : actors::ActorConfig {
     // Crosses the network inside node_gen_atom and node_cancel_atom; unregistered, it
     // would arrive as an empty message (and its interface name would be unportable).
     add_message_type<ReplyListener>("arbor.cluster.ReplyListener");
+    add_message_type<RunListener>("arbor.cluster.RunListener");  // inside node_run_atom, node_run_cancel_atom
   }
 };
 

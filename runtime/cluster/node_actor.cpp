@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -15,10 +16,13 @@ namespace arbor::cluster {
 namespace {
 
 using answer_atom = caf::atom_constant<caf::atom("nanswer")>;
+using run_finished_atom = caf::atom_constant<caf::atom("nrfinish")>;
 
-// The node actor's own message (its worker's answer to a stats question) is not part
-// of NodeActor: only the narrower handle leaves the actor.
-using NodeImpl = NodeActor::extend<caf::reacts_to<answer_atom, std::uint64_t, std::string>>;
+// The node actor's own messages (its worker's answer to a stats question; a run's
+// run_finished event, sent from the run's callback) are not part of NodeActor: only
+// the narrower handle leaves the actor.
+using NodeImpl = NodeActor::extend<caf::reacts_to<answer_atom, std::uint64_t, std::string>,
+                                   caf::reacts_to<run_finished_atom, std::uint64_t, RunListener, std::string>>;
 
 // Every call into the Runtime runs on this thread of the node's own, never on an actor
 // thread of the network system: a call made there (a scoped_actor for cache_stats, the
@@ -85,10 +89,32 @@ struct LiveTable {
   }
 };
 
+// The workflow runs in flight, keyed like LiveTable; only the worker touches the map
+// (the mutex is for the stats question's count).
+struct RunTable {
+  std::mutex mu;
+  std::map<std::pair<caf::actor_addr, std::uint64_t>, RunHandle> live;
+
+  std::size_t size() {
+    std::lock_guard lock(mu);
+    return live.size();
+  }
+  void cancel_where(const std::function<bool(const std::pair<caf::actor_addr, std::uint64_t>&)>& match) {
+    std::vector<RunHandle> hit;
+    {
+      std::lock_guard lock(mu);
+      for (auto& [key, handle] : live)
+        if (match(key)) hit.push_back(handle);
+    }
+    for (auto& h : hit) h.cancel();  // its run_finished event ends it here
+  }
+};
+
 struct NodeState {
   Runtime* runtime = nullptr;
   std::string info;  // NodeInfo JSON, fixed at start
   std::shared_ptr<LiveTable> table = std::make_shared<LiveTable>();
+  std::shared_ptr<RunTable> runs = std::make_shared<RunTable>();
   std::map<caf::actor_addr, int> monitored;  // requesters watched for down messages
   std::map<std::uint64_t, caf::response_promise> questions;  // stats asked, by question id
   std::uint64_t next_question = 1;
@@ -124,6 +150,51 @@ void start(Runtime& runtime, const std::shared_ptr<LiveTable>& table, std::uint6
   if (!*finished) table->live.insert_or_assign(key, *handle);  // on_done may have run already
 }
 
+// On the worker: starts the run. Its events go straight to the requester; its
+// run_finished event goes to the node actor (`me`), whose worker then collects the
+// result (finish_run): a callback must not wait for its own run.
+void start_run(Runtime& runtime, const std::shared_ptr<RunTable>& runs, const NodeImpl& me, std::uint64_t id,
+               const std::string& text, const RunListener& reply_to) {
+  auto refuse = [&](const Error& e) {
+    caf::anon_send(reply_to, node_run_done_atom::value, id, to_wire(Result<RunOutcome>(std::unexpected(e))));
+  };
+  auto request = run_request_from_wire(text);
+  if (!request) return refuse(request.error());
+  auto handle = runtime.start(request->workflow,
+                              {.inputs = request->inputs,
+                               .on_event =
+                                   [reply_to, id, me](const Event& event) {
+                                     if (event.kind == Event::Kind::run_finished)
+                                       caf::anon_send(me, run_finished_atom::value, id, reply_to, event_to_wire(event));
+                                     else
+                                       caf::anon_send(reply_to, node_run_event_atom::value, id, event_to_wire(event));
+                                   },
+                               .workflow_is_text = true,
+                               .tenant = request->tenant,
+                               .documents = DocumentAccess::given_files(std::move(request->documents))});
+  if (!handle) return refuse(handle.error());
+  std::lock_guard lock(runs->mu);
+  runs->live.insert_or_assign(std::make_pair(reply_to.address(), id), *handle);
+}
+
+// On the worker, after the run's run_finished event (its start job ran before): the
+// result is final within microseconds of that event.
+void finish_run(const std::shared_ptr<RunTable>& runs, std::uint64_t id, const RunListener& reply_to,
+                const std::string& finished) {
+  std::optional<RunHandle> handle;
+  {
+    std::lock_guard lock(runs->mu);
+    auto it = runs->live.find(std::make_pair(reply_to.address(), id));
+    if (it == runs->live.end()) return;
+    handle = it->second;
+    runs->live.erase(it);
+  }
+  auto event = event_from_wire(finished);
+  Result<RunOutcome> outcome = event ? Result<RunOutcome>(RunOutcome{handle->wait(), std::move(*event)})
+                                     : Result<RunOutcome>(std::unexpected(event.error()));
+  caf::anon_send(reply_to, node_run_done_atom::value, id, to_wire(outcome));
+}
+
 }  // namespace
 
 NodeInfo node_info(const Runtime& runtime) {
@@ -138,8 +209,9 @@ NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const No
     self->state.info = info;
     self->set_down_handler([self](caf::down_msg& down) {
       self->state.monitored.erase(down.source);
-      self->state.asker->post([table = self->state.table, from = down.source] {
+      self->state.asker->post([table = self->state.table, runs = self->state.runs, from = down.source] {
         table->cancel_where([&](const auto& key) { return key.first == from; });
+        runs->cancel_where([&](const auto& key) { return key.first == from; });
       });
     });
     return {
@@ -148,9 +220,11 @@ NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const No
           const std::uint64_t question = self->state.next_question++;
           self->state.questions.emplace(question, self->make_response_promise());
           const NodeImpl me = caf::actor_cast<NodeImpl>(self);
-          self->state.asker->post([me, question, runtime = self->state.runtime, table = self->state.table] {
-            caf::anon_send(me, answer_atom::value, question, to_wire(NodeStats{runtime->cache_stats(), table->size()}));
-          });
+          self->state.asker->post(
+              [me, question, runtime = self->state.runtime, table = self->state.table, runs = self->state.runs] {
+                caf::anon_send(me, answer_atom::value, question,
+                               to_wire(NodeStats{runtime->cache_stats(), table->size(), runs->size()}));
+              });
           return caf::delegated<std::string>();
         },
         [self](answer_atom, std::uint64_t question, std::string text) {
@@ -168,6 +242,22 @@ NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const No
         [self](node_cancel_atom, std::uint64_t id, const ReplyListener& reply_to) {
           self->state.asker->post([table = self->state.table, key = std::make_pair(reply_to.address(), id)] {
             table->cancel_where([&](const auto& k) { return k == key; });
+          });
+        },
+        [self](node_run_atom, std::uint64_t id, const std::string& request, const RunListener& reply_to) {
+          if (self->state.monitored.emplace(reply_to.address(), 0).second) self->monitor(reply_to);
+          const NodeImpl me = caf::actor_cast<NodeImpl>(self);
+          self->state.asker->post([runtime = self->state.runtime, runs = self->state.runs, me, id, request, reply_to] {
+            start_run(*runtime, runs, me, id, request, reply_to);
+          });
+        },
+        [self](run_finished_atom, std::uint64_t id, const RunListener& reply_to, const std::string& event) {
+          self->state.asker->post(
+              [runs = self->state.runs, id, reply_to, event] { finish_run(runs, id, reply_to, event); });
+        },
+        [self](node_run_cancel_atom, std::uint64_t id, const RunListener& reply_to) {
+          self->state.asker->post([runs = self->state.runs, key = std::make_pair(reply_to.address(), id)] {
+            runs->cancel_where([&](const auto& k) { return k == key; });
           });
         },
     };

@@ -158,13 +158,197 @@ Result<NodeInfo> info_from_wire(const std::string& text) {
   });
 }
 
-std::string to_wire(const NodeStats& s) { return dump({{"cache", Json(s.cache)}, {"inflight", s.inflight}}); }
+std::string to_wire(const NodeStats& s) {
+  return dump({{"cache", Json(s.cache)}, {"inflight", s.inflight}, {"runs", s.runs}});
+}
 
 Result<NodeStats> stats_from_wire(const std::string& text) {
   auto j = parse(text, "node stats");
   if (!j) return std::unexpected(j.error());
   return guarded("node stats", [&]() -> Result<NodeStats> {
-    return NodeStats{j->at("cache").get<CacheStats>(), j->at("inflight")};
+    return NodeStats{j->at("cache").get<CacheStats>(), j->at("inflight"), j->value("runs", std::size_t(0))};
+  });
+}
+
+std::string to_wire(const RunRequest& r) {
+  return dump({{"workflow", r.workflow}, {"inputs", r.inputs}, {"tenant", r.tenant}, {"documents", r.documents}});
+}
+
+Result<RunRequest> run_request_from_wire(const std::string& text) {
+  auto j = parse(text, "run request");
+  if (!j) return std::unexpected(j.error());
+  return guarded("run request", [&]() -> Result<RunRequest> {
+    return RunRequest{j->at("workflow"), j->at("inputs").get<std::map<std::string, std::string>>(), j->at("tenant"),
+                      j->at("documents").get<std::map<std::string, std::string>>()};
+  });
+}
+
+namespace {
+
+// A status read back as the alternative `index` of EventStatus names it.
+Result<EventStatus> status_from(std::size_t index, const std::string& name) {
+  auto bad = [&](const Error& e) -> Result<EventStatus> {
+    return fail(ErrorCode::corrupt_data,
+                "cluster wire: event status " + e.message + "; run the same Arbor version on the router and its nodes");
+  };
+  switch (index) {
+    case 0: return EventStatus{};
+    case 1: {
+      auto v = parse_agent_status(name);
+      return v ? Result<EventStatus>(EventStatus{*v}) : bad(v.error());
+    }
+    case 2: {
+      auto v = parse_run_status(name);
+      return v ? Result<EventStatus>(EventStatus{*v}) : bad(v.error());
+    }
+    case 3: {
+      auto v = parse_tool_status(name);
+      return v ? Result<EventStatus>(EventStatus{*v}) : bad(v.error());
+    }
+    default: return fail(ErrorCode::corrupt_data, "cluster wire: unknown event status kind " + std::to_string(index));
+  }
+}
+
+Json event_json_full(const Event& e) {
+  return {{"kind", static_cast<int>(e.kind)},
+          {"run_id", e.run_id},
+          {"agent_id", e.agent_id},
+          {"text", e.text},
+          {"status_kind", e.status.index()},
+          {"status", to_string(e.status)},
+          {"cache", Json(e.cache)},
+          {"tool", e.tool},
+          {"tool_ms", e.tool_ms},
+          {"tool_bytes", e.tool_bytes}};
+}
+
+Result<Event> event_from(const Json& j) {
+  Event e;
+  const int kind = j.at("kind");
+  if (kind < 0 || kind > static_cast<int>(Event::Kind::tool_result))
+    return fail(ErrorCode::corrupt_data, "cluster wire: unknown event kind " + std::to_string(kind));
+  e.kind = static_cast<Event::Kind>(kind);
+  e.run_id = j.at("run_id");
+  e.agent_id = j.at("agent_id");
+  e.text = j.at("text");
+  auto status = status_from(j.at("status_kind").get<std::size_t>(), j.at("status").get<std::string>());
+  if (!status) return std::unexpected(status.error());
+  e.status = *status;
+  e.cache = j.at("cache").get<CacheStats>();
+  e.tool = j.at("tool");
+  e.tool_ms = j.at("tool_ms");
+  e.tool_bytes = j.at("tool_bytes");
+  return e;
+}
+
+Json run_json_full(const RunResult& r) {
+  Json agents = Json::array();
+  for (const auto& a : r.agents) {
+    Json trace = Json::array();
+    for (const auto& c : a.tool_trace)
+      trace.push_back(
+          {{"name", c.name}, {"arguments", c.arguments}, {"status", c.status}, {"result", c.result}, {"ms", c.ms}});
+    Json x = {{"id", a.id},
+              {"parent", a.parent},
+              {"status", a.status},
+              {"output", a.output},
+              {"prompt_tokens", a.prompt_tokens},
+              {"cached_tokens", a.cached_tokens},
+              {"computed_tokens", a.computed_tokens},
+              {"generated_tokens", a.generated_tokens},
+              {"attempts", a.attempts},
+              {"ttft_ms", a.ttft_ms},
+              {"duration_ms", a.duration_ms},
+              {"error", a.error},
+              {"warmup_tokens", a.warmup_tokens},
+              {"tool_calls", a.tool_calls},
+              {"tool_ms", a.tool_ms},
+              {"tool_recomputed_tokens", a.tool_recomputed_tokens},
+              {"tool_trace", std::move(trace)}};
+    if (a.json) x["json"] = a.json->dump();  // text: keeps the key order of the ordered_json
+    agents.push_back(std::move(x));
+  }
+  return {{"run_id", r.run_id},          {"workflow", r.workflow}, {"tenant", r.tenant}, {"status", r.status},
+          {"agents", std::move(agents)}, {"wall_ms", r.wall_ms},   {"error", r.error}};
+}
+
+Result<RunResult> run_from(const Json& j) {
+  auto bad = [](const Error& e) -> Result<RunResult> {
+    return fail(ErrorCode::corrupt_data,
+                "cluster wire: run result: " + e.message + "; run the same Arbor version on the router and its nodes");
+  };
+  RunResult r;
+  r.run_id = j.at("run_id");
+  r.workflow = j.at("workflow");
+  r.tenant = j.at("tenant");
+  auto status = parse_run_status(j.at("status").get<std::string>());
+  if (!status) return bad(status.error());
+  r.status = *status;
+  for (const auto& x : j.at("agents")) {
+    AgentResult a;
+    a.id = x.at("id");
+    a.parent = x.at("parent");
+    auto s = parse_agent_status(x.at("status").get<std::string>());
+    if (!s) return bad(s.error());
+    a.status = *s;
+    a.output = x.at("output");
+    a.prompt_tokens = x.at("prompt_tokens");
+    a.cached_tokens = x.at("cached_tokens");
+    a.computed_tokens = x.at("computed_tokens");
+    a.generated_tokens = x.at("generated_tokens");
+    a.attempts = x.at("attempts");
+    a.ttft_ms = x.at("ttft_ms");
+    a.duration_ms = x.at("duration_ms");
+    a.error = x.at("error");
+    a.warmup_tokens = x.at("warmup_tokens");
+    a.tool_calls = x.at("tool_calls");
+    a.tool_ms = x.at("tool_ms");
+    a.tool_recomputed_tokens = x.at("tool_recomputed_tokens");
+    for (const auto& c : x.at("tool_trace")) {
+      auto t = parse_tool_status(c.at("status").get<std::string>());
+      if (!t) return bad(t.error());
+      a.tool_trace.push_back({c.at("name"), c.at("arguments"), *t, c.at("result"), c.at("ms")});
+    }
+    if (x.contains("json")) a.json = nlohmann::ordered_json::parse(x.at("json").get<std::string>());
+    r.agents.push_back(std::move(a));
+  }
+  r.wall_ms = j.at("wall_ms");
+  r.error = j.at("error");
+  return r;
+}
+
+}  // namespace
+
+std::string event_to_wire(const Event& event) { return dump(event_json_full(event)); }
+
+Result<Event> event_from_wire(const std::string& text) {
+  auto j = parse(text, "run event");
+  if (!j) return std::unexpected(j.error());
+  return guarded("run event", [&]() -> Result<Event> { return event_from(*j); });
+}
+
+std::string to_wire(const Result<RunOutcome>& outcome) {
+  if (!outcome)
+    return dump({{"error", {{"code", static_cast<int>(outcome.error().code)}, {"message", outcome.error().message}}}});
+  return dump({{"result", run_json_full(outcome->result)}, {"event", event_json_full(outcome->finished)}});
+}
+
+Result<RunOutcome> run_outcome_from_wire(const std::string& text) {
+  auto j = parse(text, "run outcome");
+  if (!j) return std::unexpected(j.error());
+  return guarded("run outcome", [&]() -> Result<RunOutcome> {
+    if (j->contains("error")) {
+      const auto& e = j->at("error");
+      const int code = e.at("code");
+      if (code < 0 || code > static_cast<int>(ErrorCode::internal))
+        return fail(ErrorCode::internal, e.at("message").get<std::string>());
+      return fail(static_cast<ErrorCode>(code), e.at("message").get<std::string>());
+    }
+    auto result = run_from(j->at("result"));
+    if (!result) return std::unexpected(result.error());
+    auto event = event_from(j->at("event"));
+    if (!event) return std::unexpected(event.error());
+    return RunOutcome{std::move(*result), std::move(*event)};
   });
 }
 

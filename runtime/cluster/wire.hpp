@@ -14,9 +14,17 @@
 //        `pieces` (a streamed request), and exactly one (node_done_atom, id, string
 //        outcome) (GenerateResult or Error JSON)
 //   (node_cancel_atom, u64 id, ReplyListener reply_to) that generation ends with "cancelled"
+//   (node_run_atom, u64 id, string RunRequest, RunListener reply_to)
+//        runs a workflow; the node then sends reply_to (node_run_event_atom, id, string
+//        event) per event but run_finished (event_to_wire), and exactly one
+//        (node_run_done_atom, id, string RunOutcome) (run_outcome_to_wire: the RunResult
+//        with its run_finished event, or an Error)
+//   (node_run_cancel_atom, u64 id, RunListener reply_to) that run ends "cancelled"
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 
 #include <caf/all.hpp>
@@ -32,6 +40,10 @@ using node_gen_atom = caf::atom_constant<caf::atom("ngen")>;
 using node_piece_atom = caf::atom_constant<caf::atom("npiece")>;
 using node_done_atom = caf::atom_constant<caf::atom("ndone")>;
 using node_cancel_atom = caf::atom_constant<caf::atom("ncancel")>;
+using node_run_atom = caf::atom_constant<caf::atom("nrun")>;
+using node_run_cancel_atom = caf::atom_constant<caf::atom("nrcancel")>;
+using node_run_event_atom = caf::atom_constant<caf::atom("nrevent")>;
+using node_run_done_atom = caf::atom_constant<caf::atom("nrdone")>;
 
 // What a node serves: the router checks every node has the model it tokenizes with.
 struct NodeInfo {
@@ -45,6 +57,25 @@ struct NodeInfo {
 struct NodeStats {
   CacheStats cache;
   std::size_t inflight = 0;  // generations started on the node and not done
+  std::size_t runs = 0;      // workflow runs started on the node and not done
+};
+
+// A workflow run sent to a node: what Runtime::start needs. The router validated the
+// workflow and read its prefix files under its own DocumentAccess; `documents` carries
+// their bytes (path as written -> bytes), which the node reads through
+// DocumentAccess::given_files, so nodes need no shared file system.
+struct RunRequest {
+  std::string workflow;  // the workflow document, JSON text
+  std::map<std::string, std::string> inputs;
+  std::string tenant;
+  std::map<std::string, std::string> documents;
+};
+
+// A run's end on a node: its result and its run_finished event (the router publishes
+// the event once the result is in place).
+struct RunOutcome {
+  RunResult result;
+  Event finished;
 };
 
 std::string to_wire(const GenerateRequest& request);
@@ -56,5 +87,13 @@ std::string to_wire(const NodeInfo& info);
 Result<NodeInfo> info_from_wire(const std::string& text);
 std::string to_wire(const NodeStats& stats);
 Result<NodeStats> stats_from_wire(const std::string& text);
+std::string to_wire(const RunRequest& request);
+Result<RunRequest> run_request_from_wire(const std::string& text);
+// Every field of the event (its cache snapshot included).
+std::string event_to_wire(const Event& event);
+Result<Event> event_from_wire(const std::string& text);
+// {"result": RunResult (every field), "event": run_finished event} or {"error": {...}}.
+std::string to_wire(const Result<RunOutcome>& outcome);
+Result<RunOutcome> run_outcome_from_wire(const std::string& text);
 
 }  // namespace arbor::cluster

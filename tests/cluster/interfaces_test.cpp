@@ -36,7 +36,14 @@ static_assert(answers<NodeActor, std::string, node_info_atom>);
 static_assert(answers<NodeActor, std::string, node_stats_atom>);
 static_assert(answers<NodeActor, void, node_gen_atom, u64, std::string, ReplyListener, bool>);
 static_assert(answers<NodeActor, void, node_cancel_atom, u64, ReplyListener>);
-static_assert(caf::detail::tl_size<caf::signatures_of_t<NodeActor>>::value == 4);
+static_assert(answers<NodeActor, void, node_run_atom, u64, std::string, RunListener>);
+static_assert(answers<NodeActor, void, node_run_cancel_atom, u64, RunListener>);
+static_assert(caf::detail::tl_size<caf::signatures_of_t<NodeActor>>::value == 6);
+static_assert(!takes<NodeActor, node_run_atom, u64, std::string, ReplyListener>);  // a run's events need a RunListener
+static_assert(answers<RunListener, void, node_run_event_atom, u64, std::string>);
+static_assert(answers<RunListener, void, node_run_done_atom, u64, std::string>);
+static_assert(caf::detail::tl_size<caf::signatures_of_t<RunListener>>::value == 2);
+static_assert(!is_part_of<RunListener, NodeActor>);
 // The requester is a ReplyListener, not any actor; the node's own stats answer and
 // what it sends back are not part of its interface.
 static_assert(!takes<NodeActor, node_gen_atom, u64, std::string, caf::actor, bool>);
