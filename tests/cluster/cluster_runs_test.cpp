@@ -321,6 +321,7 @@ TEST_F(ClusterRuns, CancelReachesTheNodeAndAKilledNodesRunFailsOrIsRetried) {
   Cluster cluster;
   ASSERT_TRUE(cluster.ready());
   auto long_run = nlohmann::json::parse(arbor::testing::example_with_max_tokens("research_team", 200));
+  long_run["defaults"].erase("timeout_ms");  // outputs are checked, not deadlines: a busy machine must not fail it
 
   // Cancel.
   const std::string cancelled = post_run(cluster.port(), long_run.dump(), kAlice);

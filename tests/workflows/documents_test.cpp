@@ -88,6 +88,22 @@ TEST_F(PrefixDocuments, NoneReadsNothingAndLocalFollowsTheUsersPaths) {
   EXPECT_EQ(read_prefix_document(local, "../secret.txt").value_or("?"), "SECRET");
 }
 
+// A cluster node reads a run's prefix files from the bytes the router sent, by the path
+// as written, and nothing from its own disk (the read_file tool neither).
+TEST_F(PrefixDocuments, GivenReadsOnlyTheBytesItWasGiven) {
+  const auto given = DocumentAccess::given_files({{"doc.md", "bytes from the router"}});
+  EXPECT_EQ(read_prefix_document(given, "doc.md").value_or("?"), "bytes from the router");
+  EXPECT_EQ(refused(given, "sub/deep.md"),
+            "prefix document 'sub/deep.md' was not sent with the run (the cluster router reads a run's prefix files "
+            "and sends them to the node); post the run to the router again");
+  EXPECT_FALSE(read_tool_file(given, "doc.md").has_value());
+  auto plan = load_workflow_text(R"({"name": "x", "prefixes": {"p": {"documents": [{"file": "doc.md"}]}},
+  "agents": [{"id": "a", "prefix": "p", "task": "t"}]})",
+                                 given);
+  ASSERT_TRUE(plan.has_value()) << plan.error().format();
+  EXPECT_EQ(plan->prefixes.at("p").text, "bytes from the router");
+}
+
 TEST_F(PrefixDocuments, LoaderReportsTheRefusalAtTheFileEntry) {
   auto r = load_workflow_text(R"({"name": "x", "prefixes": {"p": {"documents": [{"file": "link.md"}, {"file": "doc.md"}]}},
   "agents": [{"id": "a", "prefix": "p", "task": "t"}]})",
