@@ -41,7 +41,7 @@ td:first-child,th:first-child{text-align:left}
 <div class="bar" id="pagebar"></div>
 <div class="legend" id="pagelegend"></div>
 <table id="globals" style="margin-top:10px"></table></section>
-<section class="wide" id="nodesection" hidden><h2>Cluster nodes (routing decisions: prefix / balance / cold)</h2>
+<section class="wide" id="nodesection" hidden><h2>Cluster nodes (routed: prefix / balance / cold)</h2>
 <table id="nodes"></table></section>
 <section><h2>Tenants</h2><table id="tenants"></table></section>
 <section><h2>Runs</h2><table id="runs"></table></section>
@@ -123,12 +123,13 @@ function showNodes(nodes) {
   section.hidden = !Array.isArray(nodes);
   if (section.hidden) return;
   const orDash = v => (v === null || v === undefined ? "\u2013" : v);
-  fillTable("nodes", ["node", "state", "in flight", "queued", "pages used", "indexed pages", "hit ratio",
-                      "prefix", "balance", "cold", "retried", "rejoins"],
-    nodes.map(n => [n.node, n.up ? "up" : "down", n.inflight, orDash(n.queued_requests),
+  const decisions = r => (r ? r.prefix + " / " + r.balance + " / " + r.cold : "\u2013");
+  fillTable("nodes", ["node", "state", "in flight", "runs", "queued", "pages used", "indexed pages", "hit ratio",
+                      "requests routed", "runs routed", "retried", "runs retried", "rejoins"],
+    nodes.map(n => [n.node, n.up ? "up" : "down", n.inflight, orDash(n.runs), orDash(n.queued_requests),
       n.pages_total === null ? "\u2013" : (n.pages_total - n.pages_free) + " / " + n.pages_total, n.indexed_pages,
-      n.hit_ratio === null ? "\u2013" : pct(n.hit_ratio), n.routed.prefix, n.routed.balance, n.routed.cold,
-      n.retried, n.rejoins]));
+      n.hit_ratio === null ? "\u2013" : pct(n.hit_ratio), decisions(n.routed), decisions(n.runs_routed),
+      n.retried, orDash(n.runs_retried), n.rejoins]));
 }
 
 function showTree(t) {

@@ -100,9 +100,11 @@ TEST(ServerDashboard, ShowsARoutersNodes) {
   FakeBackend backend;
   backend.set_nodes(R"([
     {"node":"127.0.0.1:7101","up":true,"inflight":2,"indexed_pages":40,"routed":{"prefix":7,"balance":1,"cold":2},
-     "matched_tokens":900,"retried":0,"rejoins":0,"pages_total":512,"pages_free":400,"queued_requests":3,"hit_ratio":0.75},
+     "matched_tokens":900,"retried":0,"rejoins":0,"runs":1,"runs_routed":{"prefix":3,"balance":0,"cold":1},
+     "runs_retried":0,"pages_total":512,"pages_free":400,"queued_requests":3,"hit_ratio":0.75},
     {"node":"127.0.0.1:7102","up":false,"inflight":0,"indexed_pages":0,"routed":{"prefix":0,"balance":0,"cold":4},
-     "matched_tokens":0,"retried":1,"rejoins":2,"pages_total":null,"pages_free":null,"queued_requests":null,"hit_ratio":null}])");
+     "matched_tokens":0,"retried":1,"rejoins":2,"runs":0,"runs_routed":{"prefix":0,"balance":0,"cold":0},
+     "runs_retried":1,"pages_total":null,"pages_free":null,"queued_requests":null,"hit_ratio":null}])");
   ServerConfig config;
   config.port = 0;
   auto server = Server::start(config, backend);
@@ -111,11 +113,14 @@ TEST(ServerDashboard, ShowsARoutersNodes) {
   EXPECT_NE(page.dom.find("data-loaded=\"1\""), std::string::npos) << page.dom.substr(0, 3000);
   EXPECT_EQ(page.log.find(":CONSOLE("), std::string::npos) << page.log;
   // One row per node, with the router's decisions and the node's own figures.
-  EXPECT_NE(page.dom.find("<td>127.0.0.1:7101</td><td>up</td><td>2</td><td>3</td><td>112 / 512</td><td>40</td>"
-                          "<td>75.0%</td><td>7</td><td>1</td><td>2</td>"),
+  EXPECT_NE(page.dom.find("<td>127.0.0.1:7101</td><td>up</td><td>2</td><td>1</td><td>3</td><td>112 / 512</td>"
+                          "<td>40</td><td>75.0%</td><td>7 / 1 / 2</td><td>3 / 0 / 1</td><td>0</td><td>0</td><td>0</td>"),
             std::string::npos)
       << page.dom;
-  EXPECT_NE(page.dom.find("<td>127.0.0.1:7102</td><td>down</td>"), std::string::npos);
+  EXPECT_NE(page.dom.find("<td>127.0.0.1:7102</td><td>down</td><td>0</td><td>0</td><td>\u2013</td><td>\u2013</td>"
+                          "<td>0</td><td>\u2013</td><td>0 / 0 / 4</td><td>0 / 0 / 0</td><td>1</td><td>1</td><td>2</td>"),
+            std::string::npos)
+      << page.dom;
   EXPECT_EQ(page.dom.find("id=\"nodesection\" hidden"), std::string::npos);
   (*server)->stop();
 }
