@@ -141,10 +141,7 @@ void send_request(AgentSelf self, SeqRequest req, std::function<void(AgentSelf, 
             if (r.finish_reason == FinishReason::prefill) {
               st.report.warmup_tokens += r.computed_tokens;  // a warm-up, not a turn
             } else {
-              st.report.prompt_tokens += r.prompt_tokens;
-              st.report.cached_tokens += r.cached_tokens;
-              st.report.computed_tokens += r.computed_tokens;
-              st.report.generated_tokens += r.generated_tokens;
+              st.report += r.usage();
             }
             then(self, r);
           },

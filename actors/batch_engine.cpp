@@ -197,8 +197,8 @@ BatchEngine::Admit BatchEngine::try_admit(Pending& p) {
   l->stop = std::make_unique<model::StopChecker>(stop_at, config_.model->tokenizer().end_of_generation_ids());
   if (p.constraint) l->constraint = std::make_unique<model::JsonConstraint>(p.constraint);
   if (r.sampling.max_tokens > 0) {  // a warm-up's tokens count in warmup_tokens_ as computed
-    prompt_tokens_ += l->prompt_len;
-    cached_tokens_ += cached;
+    served_.prompt_tokens += l->prompt_len;
+    served_.cached_tokens += cached;
   }
   l->p = std::move(p);
   live_.push_back(std::move(l));
@@ -330,7 +330,7 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
     std::span<const float> row;
     if (has_logits) row = std::span<const float>(logits_.data() + logits_row++ * vocab, vocab);
     if (!l.decoding) {
-      (l.p.request.sampling.max_tokens > 0 ? computed_tokens_ : warmup_tokens_) += steps[i].tokens.size();
+      (l.p.request.sampling.max_tokens > 0 ? served_.computed_tokens : warmup_tokens_) += steps[i].tokens.size();
       if (config_.prefix_caching) {
         if (auto ok = cache_->commit(l.seq, std::span(l.tokens.data(), l.computed)); !ok) {
           fail_live(l, ok.error());
@@ -368,7 +368,7 @@ void BatchEngine::on_token(Live& l, std::int32_t token) {
   const auto reason = l.stop->push(token, eog ? std::string() : tok.token_to_piece(token));
   if (reason != model::StopReason::end_of_generation) {
     l.generated.push_back(token);
-    ++generated_tokens_;
+    ++served_.generated_tokens;
   }
   if (l.p.on_token) {
     std::string ready = l.stop->take_ready();
@@ -610,12 +610,9 @@ std::string BatchEngine::check_invariants() const {
 CacheSnapshot BatchEngine::snapshot() const {
   const auto s = cache_->stats();
   CacheSnapshot x;
-  x.prompt_tokens = prompt_tokens_;
-  x.cached_tokens = cached_tokens_;
-  x.computed_tokens = computed_tokens_;
-  x.generated_tokens = generated_tokens_;
+  x.usage() = served_;
   x.warmup_tokens = warmup_tokens_;
-  x.hit_ratio = prompt_tokens_ == 0 ? 0.0 : double(cached_tokens_) / double(prompt_tokens_);
+  x.hit_ratio = hit_ratio(served_);
   x.pages_total = s.pool.total_pages;
   x.pages_used = s.pool.used_pages;
   x.pages_free = s.pool.free_pages;

@@ -231,7 +231,7 @@ class BatchEngine {
   std::map<std::uint64_t, PinEntry> pins_;
   std::set<std::string> closed_runs_;
   std::deque<std::string> closed_order_;  // closed_runs_, oldest first
-  std::uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, computed_tokens_ = 0, generated_tokens_ = 0;
+  TokenUsage served_;                     // every request that generates (CacheStats' TokenUsage)
   std::uint64_t warmup_tokens_ = 0;
   std::uint64_t num_steps_ = 0;
   std::uint64_t traced_hit_tokens_ = 0, traced_evicted_pages_ = 0;  // at the last trace line

@@ -16,6 +16,7 @@ ActorConfig::ActorConfig() {
   set("work-stealing.moderate-poll-attempts", std::size_t{50});
   set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds(200)});
   add_message_type<SamplingSettings>("arbor.SamplingSettings");
+  add_message_type<TokenUsage>("arbor.TokenUsage");
   add_message_type<SeqRequest>("arbor.SeqRequest");
   add_message_type<SeqResult>("arbor.SeqResult");
   add_message_type<TokenEvent>("arbor.TokenEvent");

@@ -14,15 +14,21 @@
 #include "common/cache_stats.hpp"
 #include "common/sampling_settings.hpp"
 #include "common/status.hpp"
+#include "common/token_usage.hpp"
 
 namespace arbor {
 
-// CAF's views of common/sampling_settings.hpp and common/cache_stats.hpp (found by ADL,
-// in the types' namespace).
+// CAF's views of common/sampling_settings.hpp, common/token_usage.hpp and
+// common/cache_stats.hpp (found by ADL, in the types' namespace).
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SamplingSettings& x) {
   return f(caf::meta::type_name("SamplingSettings"), x.max_tokens, x.temperature, x.top_p, x.top_k, x.seed,
            x.stop);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, TokenUsage& x) {
+  return f(caf::meta::type_name("TokenUsage"), x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens);
 }
 
 template <class Inspector>
@@ -39,10 +45,9 @@ typename Inspector::result_type inspect(Inspector& f, CacheTreeNode& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CacheStats& x) {
-  return f(caf::meta::type_name("CacheStats"), x.prompt_tokens, x.cached_tokens, x.computed_tokens,
-           x.generated_tokens, x.warmup_tokens, x.hit_ratio, x.pages_total, x.pages_used, x.pages_free,
-           x.pages_locked, x.pages_cached_idle, x.pages_pinned, x.pins, x.evictions, x.live_sequences,
-           x.queued_requests, x.tenants);
+  return f(caf::meta::type_name("CacheStats"), static_cast<TokenUsage&>(x), x.warmup_tokens, x.hit_ratio, x.pages_total,
+           x.pages_used, x.pages_free, x.pages_locked, x.pages_cached_idle, x.pages_pinned, x.pins, x.evictions,
+           x.live_sequences, x.queued_requests, x.tenants);
 }
 
 }  // namespace arbor
@@ -105,14 +110,14 @@ typename Inspector::result_type inspect(Inspector& f, SeqRequest& x) {
            x.sampling, x.json_schema, x.listener, x.pin_ttl_ms, x.release_pin);
 }
 
-struct SeqResult {
+// Its TokenUsage: prompt = cached + computed of this request; generated_tokens.
+struct SeqResult : TokenUsage {
   std::uint64_t request_id = 0;
   bool ok = true;
   std::int32_t error_code = 0;  // arbor::ErrorCode when !ok
   std::string error;
   std::vector<std::int32_t> tokens;  // generated ids (no end-of-generation id)
   std::string text;                  // decoded, cut at a stop string
-  std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   double ttft_ms = 0, prefill_ms = 0, decode_ms = 0, queue_ms = 0;
   FinishReason finish_reason = FinishReason::stop;  // stop | length | cancelled | prefill | error (common/status.hpp)
   // With json_schema: the document (== text) once it is complete, parsed and
@@ -124,9 +129,9 @@ struct SeqResult {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, SeqResult& x) {
-  return f(caf::meta::type_name("SeqResult"), x.request_id, x.ok, x.error_code, x.error, x.tokens,
-           x.text, x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens,
-           x.ttft_ms, x.prefill_ms, x.decode_ms, x.queue_ms, x.finish_reason, x.json, x.pin_id);
+  return f(caf::meta::type_name("SeqResult"), x.request_id, x.ok, x.error_code, x.error, x.tokens, x.text,
+           static_cast<TokenUsage&>(x), x.ttft_ms, x.prefill_ms, x.decode_ms, x.queue_ms, x.finish_reason, x.json,
+           x.pin_id);
 }
 
 struct CancelRequest {
@@ -272,15 +277,14 @@ typename Inspector::result_type inspect(Inspector& f, ToolDone& x) {
   return f(caf::meta::type_name("ToolDone"), x.call_id, x.ok, x.output, x.ms);
 }
 
-// What an agent reports when it ends (to its parent and to the run). prompt/cached/
-// computed/generated sum the agent's turns (prompt = cached + computed); warmup_tokens
-// are the prefix tokens it prefilled for its children (prefill-only, not a turn).
-struct AgentReport {
+// What an agent reports when it ends (to its parent and to the run). Its TokenUsage sums
+// the agent's turns (prompt = cached + computed); warmup_tokens are the prefix tokens it
+// prefilled for its children (prefill-only, not a turn).
+struct AgentReport : TokenUsage {
   std::string id;
   std::string parent;
   AgentStatus status = AgentStatus::ok;  // ok | failed | timeout | cancelled
   std::string output;
-  std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   std::uint64_t warmup_tokens = 0;
   std::int32_t attempts = 0;
   double ttft_ms = 0, duration_ms = 0;
@@ -297,11 +301,9 @@ struct AgentReport {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, AgentReport& x) {
-  return f(caf::meta::type_name("AgentReport"), x.id, x.parent, x.status, x.output,
-           x.prompt_tokens, x.cached_tokens, x.computed_tokens, x.generated_tokens, x.warmup_tokens,
-           x.attempts,
-           x.ttft_ms, x.duration_ms, x.error, x.json, x.tool_calls, x.tool_ms, x.tool_recomputed_tokens,
-           x.tool_trace);
+  return f(caf::meta::type_name("AgentReport"), x.id, x.parent, x.status, x.output, static_cast<TokenUsage&>(x),
+           x.warmup_tokens, x.attempts, x.ttft_ms, x.duration_ms, x.error, x.json, x.tool_calls, x.tool_ms,
+           x.tool_recomputed_tokens, x.tool_trace);
 }
 
 struct AgentStarted {

@@ -1,5 +1,5 @@
 // The KV cache's statistics and tree nodes, defined once for every layer: the cache keeps the
-// counters (cache::PrefixCache), the scheduler adds its token figures and sends them
+// counters (cache::PrefixCache), the scheduler adds its token figures (TokenUsage) and sends them
 // (actors::CacheSnapshot; CAF inspect in actors/messages.hpp), and the embedding API,
 // the CLI and the server return them (Runtime::cache_stats, to_json). The JSON names are
 // the member names; a new counter is a member here plus its name in the lists below and
@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/token_usage.hpp"
 
 namespace arbor {
 
@@ -32,15 +34,11 @@ struct TenantCacheStats : TokenCounters {
   int num_sequences = 0;
 };
 
-// The whole cache at one instant. prompt/cached/computed count requests that generate;
-// prefill-only requests (cache warm-ups) count only in warmup_tokens.
-struct CacheStats {
-  std::uint64_t prompt_tokens = 0;    // prompt tokens of every request served (warm-ups excluded)
-  std::uint64_t cached_tokens = 0;    // of which read from the cache
-  std::uint64_t computed_tokens = 0;  // of which prefilled
-  std::uint64_t generated_tokens = 0;
+// The whole cache at one instant. The TokenUsage sums every request served that
+// generates; prefill-only requests (cache warm-ups) count only in warmup_tokens.
+struct CacheStats : TokenUsage {
   std::uint64_t warmup_tokens = 0;    // prefilled by cache warm-ups (AgentResult::warmup_tokens)
-  double hit_ratio = 0;               // cached / prompt
+  double hit_ratio = 0;               // hit_ratio(usage()): cached / prompt
   int pages_total = 0, pages_used = 0, pages_free = 0;
   int pages_locked = 0;               // held by a live sequence, a pin or a locked tree path
   int pages_cached_idle = 0;          // cached and unlocked: evictable

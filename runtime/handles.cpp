@@ -22,10 +22,7 @@ AgentResult to_agent_result(const actors::AgentReport& r) {
   a.parent = r.parent;
   a.status = r.status;
   a.output = r.output;
-  a.prompt_tokens = r.prompt_tokens;
-  a.cached_tokens = r.cached_tokens;
-  a.computed_tokens = r.computed_tokens;
-  a.generated_tokens = r.generated_tokens;
+  a.usage() = r.usage();
   a.warmup_tokens = r.warmup_tokens;
   a.attempts = r.attempts;
   a.ttft_ms = r.ttft_ms;
@@ -43,10 +40,7 @@ GenerateResult to_generate_result(const actors::SeqResult& r) {
   GenerateResult g;
   g.text = r.text;
   g.tokens.assign(r.tokens.begin(), r.tokens.end());
-  g.prompt_tokens = r.prompt_tokens;
-  g.cached_tokens = r.cached_tokens;
-  g.computed_tokens = r.computed_tokens;
-  g.generated_tokens = r.generated_tokens;
+  g.usage() = r.usage();
   g.ttft_ms = r.ttft_ms;
   g.prefill_ms = r.prefill_ms;
   g.decode_ms = r.decode_ms;

@@ -52,24 +52,14 @@ nlohmann::ordered_json event_json(const Event& e) {
 
 std::string to_json(const RunResult& r) {
   nlohmann::json agents = nlohmann::json::array();
-  std::size_t prompt = 0, cached = 0, computed = 0, generated = 0, warmup = 0;
+  TokenUsage total;
+  std::size_t warmup = 0;
   for (const auto& a : r.agents) {
-    prompt += a.prompt_tokens;
-    cached += a.cached_tokens;
-    computed += a.computed_tokens;
-    generated += a.generated_tokens;
+    total += a.usage();
     warmup += a.warmup_tokens;
-    nlohmann::json j = {{"id", a.id},
-                        {"parent", a.parent},
-                        {"status", a.status},
-                        {"output", a.output},
-                        {"prompt_tokens", a.prompt_tokens},
-                        {"cached_tokens", a.cached_tokens},
-                        {"computed_tokens", a.computed_tokens},
-                        {"generated_tokens", a.generated_tokens},
-                        {"warmup_tokens", a.warmup_tokens},
-                        {"ttft_ms", a.ttft_ms},
-                        {"duration_ms", a.duration_ms}};
+    nlohmann::json j = a.usage();
+    j.update({{"id", a.id}, {"parent", a.parent}, {"status", a.status}, {"output", a.output},
+              {"warmup_tokens", a.warmup_tokens}, {"ttft_ms", a.ttft_ms}, {"duration_ms", a.duration_ms}});
     if (a.status != AgentStatus::ok && !a.error.empty()) j["error"] = a.error;
     if (a.json) j["json"] = document(*a.json);
     if (a.tool_calls > 0) {
@@ -87,9 +77,8 @@ std::string to_json(const RunResult& r) {
   nlohmann::json j = {{"run_id", r.run_id},   {"workflow", r.workflow}, {"tenant", r.tenant},
                       {"status", r.status},   {"agents", agents},       {"wall_ms", r.wall_ms}};
   // The agents' sums: prompt = cached + computed; warm-ups apart (see AgentResult).
-  j["totals"] = {{"prompt_tokens", prompt},       {"cached_tokens", cached},
-                 {"computed_tokens", computed},   {"generated_tokens", generated},
-                 {"warmup_tokens", warmup}};
+  j["totals"] = total;
+  j["totals"]["warmup_tokens"] = warmup;
   if (!r.error.empty()) j["error"] = r.error;
   return dump(j);
 }
@@ -98,16 +87,9 @@ std::string to_json(const RunResult& r) {
 std::string to_json(const CacheStats& s) { return dump(nlohmann::json(s)); }
 
 std::string to_json(const GenerateResult& r) {
-  nlohmann::json j = {{"text", r.text},
-                      {"tokens", r.tokens},
-                      {"prompt_tokens", r.prompt_tokens},
-                      {"cached_tokens", r.cached_tokens},
-                      {"computed_tokens", r.computed_tokens},
-                      {"generated_tokens", r.generated_tokens},
-                      {"ttft_ms", r.ttft_ms},
-                      {"prefill_ms", r.prefill_ms},
-                      {"decode_ms", r.decode_ms},
-                      {"finish_reason", r.finish_reason}};
+  nlohmann::json j = r.usage();
+  j.update({{"text", r.text}, {"tokens", r.tokens}, {"ttft_ms", r.ttft_ms}, {"prefill_ms", r.prefill_ms},
+            {"decode_ms", r.decode_ms}, {"finish_reason", r.finish_reason}});
   if (r.json) j["json"] = document(*r.json);
   if (!r.tool_calls.empty()) {
     j["tool_calls"] = nlohmann::json::array();

@@ -74,7 +74,8 @@ Result<std::string> pressure(Runtime& rt, int count, std::atomic<int>& serial) {
 }
 
 struct Figures {
-  std::size_t recomputed = 0, computed = 0, cached = 0;
+  TokenUsage agents;  // the agents' sums
+  std::size_t recomputed = 0;
   int tool_calls = 0;
   double tool_ms = 0, wall_s = 0;
   std::uint64_t evictions = 0;
@@ -106,9 +107,8 @@ Result<Figures> measure(const ToolsOptions& o, int ttl_ms) {
   if (run.status != RunStatus::ok)
     return fail(ErrorCode::failed, std::string("the run ended ") + to_string(run.status) + ": " + run.error);
   for (const auto& a : run.agents) {
+    f.agents += a.usage();
     f.recomputed += a.tool_recomputed_tokens;
-    f.computed += a.computed_tokens;
-    f.cached += a.cached_tokens;
     f.tool_calls += a.tool_calls;
     f.tool_ms += a.tool_ms;
   }
@@ -129,12 +129,14 @@ int bench_tools(const ToolsOptions& o) {
     const std::string label = ttl > 0 ? "ttl " + std::to_string(ttl) + " ms" : "off (ttl 0)";
     if (o.json)
       doc["runs"].push_back({{"tool_pin_ttl_ms", ttl}, {"tool_calls", f->tool_calls},
-                             {"tool_recomputed_tokens", f->recomputed}, {"computed_tokens", f->computed},
-                             {"cached_tokens", f->cached}, {"evicted_pages", f->evictions}, {"wall_s", f->wall_s},
-                             {"wall_minus_tools_s", outside}});
+                             {"tool_recomputed_tokens", f->recomputed}, {"computed_tokens", f->agents.computed_tokens},
+                             {"cached_tokens", f->agents.cached_tokens}, {"evicted_pages", f->evictions},
+                             {"wall_s", f->wall_s}, {"wall_minus_tools_s", outside}});
     else
-      std::printf("%-16s %6d %11zu %14zu %14zu %10llu %8.2f %14.2f\n", label.c_str(), f->tool_calls, f->recomputed,
-                  f->computed, f->cached, static_cast<unsigned long long>(f->evictions), f->wall_s, outside);
+      std::printf("%-16s %6d %11zu %14llu %14llu %10llu %8.2f %14.2f\n", label.c_str(), f->tool_calls, f->recomputed,
+                  static_cast<unsigned long long>(f->agents.computed_tokens),
+                  static_cast<unsigned long long>(f->agents.cached_tokens),
+                  static_cast<unsigned long long>(f->evictions), f->wall_s, outside);
   }
   if (o.json) std::printf("%s\n", doc.dump(2).c_str());
   return kExitOk;

@@ -50,9 +50,9 @@ std::string workflow_json(int num_agents, int max_tokens) {
   return wf.dump();
 }
 
-struct Figures {
+// Its TokenUsage: the cache's, computed_tokens with the warm-ups' (all prefill work).
+struct Figures : TokenUsage {
   double wall_ms = 0, ttft_median_ms = 0, ttft_max_ms = 0, decode_tokens_per_s = 0;
-  std::uint64_t prompt_tokens = 0, computed_tokens = 0, cached_tokens = 0, generated_tokens = 0;
   std::uint64_t ideal_prefill = 0;  // P + sum of suffixes
 };
 
@@ -67,13 +67,11 @@ Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, c
   const CacheStats stats = (*runtime)->cache_stats();
   Figures f;
   f.wall_ms = run.wall_ms;
-  f.prompt_tokens = stats.prompt_tokens;
-  f.computed_tokens = stats.computed_tokens + stats.warmup_tokens;  // all prefill work
-  f.cached_tokens = stats.cached_tokens;
-  f.generated_tokens = stats.generated_tokens;
+  f.usage() = stats.usage();
+  f.computed_tokens += stats.warmup_tokens;  // all prefill work
   std::vector<double> ttft;
   double decode_window_ms = 0;
-  std::size_t shared = 0;  // the prefix every agent shares, in tokens: the longest hit
+  std::uint64_t shared = 0;  // the prefix every agent shares, in tokens: the longest hit
   for (const AgentResult& a : run.agents) {
     ttft.push_back(a.ttft_ms);
     decode_window_ms = std::max(decode_window_ms, a.duration_ms - a.ttft_ms);

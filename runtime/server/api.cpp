@@ -197,13 +197,9 @@ void Api::cache_stats(const ExchangePtr& ex, const Principal& p) {
   nlohmann::ordered_json served = nlohmann::ordered_json::object();
   for (const auto& [t, f] : metrics_.snapshot()) {
     if (t.empty() || (!p.admin && t != p.tenant)) continue;
-    nlohmann::ordered_json o;
-    o["prompt_tokens"] = f.prompt_tokens;
-    o["cached_tokens"] = f.cached_tokens;
-    o["computed_tokens"] = f.computed_tokens;
-    o["generated_tokens"] = f.generated_tokens;
+    nlohmann::ordered_json o = f.usage();
     o["warmup_tokens"] = f.warmup_tokens;
-    o["hit_ratio"] = f.hit_ratio();
+    o["hit_ratio"] = hit_ratio(f);
     o["generations"] = f.generations;
     o["runs"] = f.runs;
     o["inflight"] = f.inflight;

@@ -56,10 +56,7 @@ void Metrics::record_generation(const std::string& tenant, const GenerateResult&
   std::lock_guard lock(mutex_);
   TenantFigures& f = tenants_[tenant];
   ++f.generations;
-  f.prompt_tokens += r.prompt_tokens;
-  f.cached_tokens += r.cached_tokens;
-  f.computed_tokens += r.computed_tokens;
-  f.generated_tokens += r.generated_tokens;
+  f += r.usage();
   if (r.generated_tokens > 0) observe_ttft(f, r.ttft_ms);
 }
 
@@ -68,10 +65,7 @@ void Metrics::record_run(const std::string& tenant, const RunResult& r) {
   TenantFigures& f = tenants_[tenant];
   ++f.runs;
   for (const auto& a : r.agents) {
-    f.prompt_tokens += a.prompt_tokens;
-    f.cached_tokens += a.cached_tokens;
-    f.computed_tokens += a.computed_tokens;
-    f.generated_tokens += a.generated_tokens;
+    f += a.usage();
     f.warmup_tokens += a.warmup_tokens;
     if (a.generated_tokens > 0) observe_ttft(f, a.ttft_ms);
   }
@@ -129,7 +123,7 @@ std::string Metrics::render(const CacheStats& cache, int total_inflight,
     for (const auto& [t, f] : figures) w.line(c.name, tenant_label(t), double(f.*(c.field)));
   }
   w.head("arbor_cache_hit_ratio", "gauge", "Cached prompt tokens / prompt tokens, served by this server.");
-  for (const auto& [t, f] : figures) w.line("arbor_cache_hit_ratio", tenant_label(t), f.hit_ratio());
+  for (const auto& [t, f] : figures) w.line("arbor_cache_hit_ratio", tenant_label(t), hit_ratio(f));
   w.head("arbor_inflight_requests", "gauge", "Generations and runs in flight.");
   for (const auto& [t, f] : figures) w.line("arbor_inflight_requests", tenant_label(t), f.inflight);
 

@@ -17,16 +17,15 @@ namespace arbor::server {
 inline constexpr std::array<double, 11> kTtftBuckets = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                                         1.0,  2.5,   5.0,  10.0, 30.0};
 
-struct TenantFigures {
+// Its TokenUsage sums the tenant's generations and runs' agents.
+struct TenantFigures : TokenUsage {
   std::map<std::pair<std::string, int>, std::uint64_t> requests;  // (route, status) -> count
-  std::uint64_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   std::uint64_t warmup_tokens = 0;  // prefilled by runs' cache warm-ups, not prompt tokens
   std::uint64_t generations = 0, runs = 0;
   std::array<std::uint64_t, kTtftBuckets.size() + 1> ttft_counts{};  // per bucket, last = +Inf
   double ttft_sum_s = 0;
   std::uint64_t ttft_count = 0;
   int inflight = 0;
-  double hit_ratio() const { return prompt_tokens ? double(cached_tokens) / double(prompt_tokens) : 0.0; }
 };
 
 class Metrics {

@@ -165,8 +165,8 @@ TEST(RuntimeJson, DocumentsHaveTheDocumentedFields) {
   r.workflow = "w";
   r.tenant = "t";
   r.status = RunStatus::failed;
-  r.agents.push_back(AgentResult{"a", "", AgentStatus::failed, "", 1, 2, 3, 4, 1, 5.0, 6.0, "boom"});
-  r.agents.push_back(AgentResult{"b", "a", AgentStatus::ok, "out", 1, 0, 1, 2, 1, 1.0, 2.0, ""});
+  r.agents.push_back(AgentResult{{1, 2, 3, 4}, "a", "", AgentStatus::failed, "", 1, 5.0, 6.0, "boom"});
+  r.agents.push_back(AgentResult{{1, 0, 1, 2}, "b", "a", AgentStatus::ok, "out", 1, 1.0, 2.0, ""});
   const auto j = nlohmann::json::parse(to_json(r));
   std::set<std::string> keys;
   for (auto& [k, v] : j.items()) keys.insert(k);
@@ -190,7 +190,7 @@ TEST(RuntimeJson, DocumentsHaveTheDocumentedFields) {
                         "pages_total", "pages_used", "pages_locked", "evictions", "tenants"})
     EXPECT_TRUE(c.contains(k)) << k;
   EXPECT_EQ(c["tenants"]["t"]["hit_tokens"], 4);
-  const auto g = nlohmann::json::parse(to_json(GenerateResult{"hi", {1, 2}, 3, 0, 3, 2, 1, 1, 1, FinishReason::stop}));
+  const auto g = nlohmann::json::parse(to_json(GenerateResult{{3, 0, 3, 2}, "hi", {1, 2}, 1, 1, 1, FinishReason::stop}));
   EXPECT_EQ(g["finish_reason"], "stop");
   EXPECT_EQ(g["tokens"].size(), 2u);
 }

@@ -30,6 +30,7 @@
 #include "common/result.hpp"
 #include "common/sampling_settings.hpp"
 #include "common/status.hpp"
+#include "common/token_usage.hpp"
 
 namespace arbor {
 
@@ -102,13 +103,11 @@ struct GenerateRequest {
 // Model text (GenerateResult::text, AgentResult::output, Event::text, streamed pieces) is
 // always valid UTF-8: a character cut by max_tokens or a stop ends as U+FFFD, and a
 // streamed piece never ends inside a character.
-struct GenerateResult {
+// Its TokenUsage (common/token_usage.hpp): prompt_tokens = cached_tokens (K/V from the
+// cache) + computed_tokens (prefilled by this request); generated_tokens.
+struct GenerateResult : TokenUsage {
   std::string text;
   std::vector<std::int32_t> tokens;  // generated token ids
-  std::size_t prompt_tokens = 0;
-  std::size_t cached_tokens = 0;     // prompt tokens whose K/V came from the cache
-  std::size_t computed_tokens = 0;   // prompt tokens prefilled by this request
-  std::size_t generated_tokens = 0;
   double ttft_ms = 0;                // request accepted -> first generated token
   double prefill_ms = 0;
   double decode_ms = 0;
@@ -133,17 +132,16 @@ struct ToolCallInfo {
   double ms = 0;
 };
 
-// Token counts describe the agent's own turns: prompt = cached + computed. A parent
-// without a task of its own first prefills its shared prefix once so its sub-agents
-// read it from the cache (a prefill-only warm-up, no output): those tokens are
+// Its TokenUsage (common/token_usage.hpp) sums the agent's own turns: prompt = cached +
+// computed. A parent without a task of its own first prefills its shared prefix once so
+// its sub-agents read it from the cache (a prefill-only warm-up, no output): those tokens are
 // warmup_tokens, never prompt tokens, so prompt_tokens are equal with and without the
 // cache and the hit ratio (cached / prompt) is not inflated by the warm-up.
-struct AgentResult {
+struct AgentResult : TokenUsage {
   std::string id;
   std::string parent;  // "" for a root agent
   AgentStatus status = AgentStatus::pending;  // ok | failed | cancelled | timeout | pending (not run yet)
   std::string output;
-  std::size_t prompt_tokens = 0, cached_tokens = 0, computed_tokens = 0, generated_tokens = 0;
   int attempts = 0;
   double ttft_ms = 0, duration_ms = 0;
   std::string error;              // set when status is not ok
