@@ -17,6 +17,7 @@
 #include "runtime/cli/bench.hpp"
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/options.hpp"
+#include "runtime/cli/pressure.hpp"
 #include "runtime/cli/runtime_options.hpp"
 
 namespace arbor::cli {
@@ -62,13 +63,7 @@ std::string workflow(const ToolsOptions& o) {
 Result<std::string> pressure(Runtime& rt, int count, std::atomic<int>& serial) {
   for (int k = 0; k < count; ++k) {
     const int n = serial++;  // distinct prompts: nothing shared between them
-    GenerateRequest g;
-    g.tenant = "other";
-    std::string text = "Story " + std::to_string(n) + ":";
-    for (int w = 0; w < 24; ++w) text += " the tide " + std::to_string(n * 100 + w) + " turns;";
-    g.raw_prompt = text;
-    g.sampling.max_tokens = 1;
-    if (auto r = rt.generate(g); !r) return std::unexpected(r.error());
+    if (auto r = rt.generate(pressure_request("other", n)); !r) return std::unexpected(r.error());
   }
   return std::string("the keeper is Ada");
 }

@@ -9,6 +9,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "runtime/cli/pressure.hpp"
 #include "runtime_test_util.hpp"
 
 namespace arbor::testing {
@@ -48,15 +49,8 @@ struct Pressure {
   int generations = 0;
   Result<std::string> operator()(const nlohmann::ordered_json&) {
     const std::uint64_t before = rt->cache_stats().evictions;
-    for (; generations < 20 && rt->cache_stats().evictions == before; ++generations) {
-      GenerateRequest g;
-      g.tenant = "other";
-      std::string text = "Story " + std::to_string(generations) + ":";
-      for (int k = 0; k < 24; ++k) text += " the tide " + std::to_string(generations * 100 + k) + " turns;";
-      g.raw_prompt = text;
-      g.sampling.max_tokens = 1;
-      if (auto r = rt->generate(g); !r) return std::unexpected(r.error());
-    }
+    for (; generations < 20 && rt->cache_stats().evictions == before; ++generations)
+      if (auto r = rt->generate(cli::pressure_request("other", generations)); !r) return std::unexpected(r.error());
     evictions = rt->cache_stats().evictions - before;
     return "42";
   }
