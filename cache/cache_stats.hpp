@@ -34,7 +34,10 @@ struct PoolStats {
   int protected_pages = 0;  // held by a live sequence, a pin or a locked tree path
 };
 
-struct CacheStats {
+// PrefixCache::stats(): the pool's and the trees' raw counters. Not the public
+// CacheStats (common/cache_stats.hpp), which BatchEngine::snapshot fills from these plus
+// the scheduler's token figures.
+struct PrefixCacheStats {
   TokenCounters total;          // every tenant plus the shared namespace's evictions
   PoolStats pool;
   std::size_t shared_tree_pages = 0;

@@ -141,7 +141,7 @@ class PrefixCache {
   void set_kv_event_listener(std::function<void(const KvEvent&)> listener);
 
   // --- observation (cheap) ---
-  CacheStats stats() const;                                 // O(T)
+  PrefixCacheStats stats() const;                           // O(T)
   Result<TenantStats> tenant_stats(TenantId tenant) const;  // O(1)
   // Breadth-first, own namespace then (if read_shared) the shared one; at most max_nodes.
   Result<std::vector<CacheTreeNode>> tree_summary(TenantId tenant, std::size_t max_nodes) const;

@@ -7,8 +7,8 @@
 
 namespace arbor::cache {
 
-CacheStats PrefixCache::stats() const {
-  CacheStats s;
+PrefixCacheStats PrefixCache::stats() const {
+  PrefixCacheStats s;
   s.total = total_;
   s.pool = PoolStats{pool_.num_pages(), pool_.num_free(), pool_.num_used(), pool_.num_idle(),
                      pool_.num_protected()};

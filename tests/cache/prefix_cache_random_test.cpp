@@ -172,7 +172,7 @@ class RandomModel {
     r.matched = true;  // match is only valid first
     const std::size_t total = std::min(r.tokens.size(), std::size_t(pick(int(r.computed), int(r.tokens.size()))) + 1);
     const Pages before = table(cache_, s);
-    const CacheStats stats = cache_.stats();
+    const PrefixCacheStats stats = cache_.stats();
     const TenantStats tenant = *cache_.tenant_stats(r.tenant);
     const std::size_t need = kGeom.pages_for(std::int64_t(total)) > int(before.size())
                                  ? std::size_t(kGeom.pages_for(std::int64_t(total))) - before.size()

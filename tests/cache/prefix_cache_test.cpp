@@ -101,7 +101,7 @@ TEST_F(PrefixCacheTest, CloseReleasesLocksButKeepsCachedPages) {
   Prefilled p = prefill(cache_, tenant_, run(0, 10));
   EXPECT_EQ(cache_.stats().pool.protected_pages, 3);
   ASSERT_TRUE(cache_.close(p.seq));
-  CacheStats s = cache_.stats();
+  PrefixCacheStats s = cache_.stats();
   EXPECT_EQ(s.pool.used_pages, 2);
   EXPECT_EQ(s.pool.idle_pages, 2);
   EXPECT_EQ(s.pool.protected_pages, 0);
@@ -141,7 +141,7 @@ TEST_F(PrefixCacheTest, ReserveEvictsLruUnderPressureAndFailsCleanlyWhenAllLocke
     holders.push_back(*cache_.open_sequence(tenant_));
     EXPECT_EQ(*cache_.match(holders.back(), run(base, 33), 32), 32u);
   }
-  CacheStats before = cache_.stats();
+  PrefixCacheStats before = cache_.stats();
   Pages table_before = table(cache_, s);
   auto r = cache_.reserve(s, 40);
   ASSERT_FALSE(r);
