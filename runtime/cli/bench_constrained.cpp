@@ -119,38 +119,31 @@ int bench_constrained(const ConstrainedOptions& o) {
   o.runtime.apply(config);
   auto rt = Runtime::create(config);
   if (!rt) return std::fprintf(stderr, "arbor bench constrained: %s\n", rt.error().describe().c_str()), kExitInvalid;
-  nlohmann::json doc = {{"threads", config.num_threads}, {"runs", nlohmann::json::array()}};
-  if (!o.json)
-    std::printf("%5s %14s %14s %9s %14s\n", "batch", "free tok/s", "schema tok/s", "overhead", "tokens/pass");
+  BenchReport report(o.json, {{"threads", config.num_threads}});
+  report.header("%5s %14s %14s %9s %14s\n", "batch", "free tok/s", "schema tok/s", "overhead", "tokens/pass");
   for (int batch : parse_integer_list(o.batches)) {
     auto f = measure(**rt, batch, o.max_tokens, o.reps);
     if (!f) return std::fprintf(stderr, "arbor bench constrained: %s\n", f.error().describe().c_str()), kExitFailed;
-    if (o.json)
-      doc["runs"].push_back({{"batch", batch}, {"free_tokens_per_s", f->free},
-                             {"constrained_tokens_per_s", f->constrained}, {"overhead_percent", f->overhead_percent()},
-                             {"free_tokens", f->free_tokens}, {"constrained_tokens", f->constrained_tokens}});
-    else
-      std::printf("%5d %14.1f %14.1f %8.1f%% %7d/%-6d\n", batch, f->free, f->constrained, f->overhead_percent(),
-                  f->free_tokens, f->constrained_tokens);
+    report.add({{"batch", batch}, {"free_tokens_per_s", f->free}, {"constrained_tokens_per_s", f->constrained},
+                {"overhead_percent", f->overhead_percent()}, {"free_tokens", f->free_tokens},
+                {"constrained_tokens", f->constrained_tokens}},
+               "%5d %14.1f %14.1f %8.1f%% %7d/%-6d\n", batch, f->free, f->constrained, f->overhead_percent(),
+               f->free_tokens, f->constrained_tokens);
   }
-  if (o.json) std::printf("%s\n", doc.dump(2).c_str());
-  return kExitOk;
+  return report.finish();
 }
 
 }  // namespace
 
 Runner setup_bench_constrained(CLI::App& app) {
   auto o = std::make_shared<ConstrainedOptions>();
-  app.add_option("--batch", o->batches, "batch sizes to measure, a comma list")
-      ->type_name("N,N,...")
-      ->check(integer_list_in(1, 64))
-      ->capture_default_str();
+  declare_bench_counts(app, "--batch", o->batches, "batch sizes");
   declare_bench_max_tokens(app, o->max_tokens);
   app.add_option("--reps", o->reps, "measured repetitions (after one warm-up)")
       ->type_name("N")
       ->check(integer_in(1, 100))
       ->capture_default_str();
-  app.add_flag("--json", o->json, "print the figures as one JSON document");
+  declare_bench_json(app, o->json);
   o->runtime.declare(app, kModelFlag | kDeviceFlag | kThreadsFlag | kPrecisionFlag);
   return [o] { return bench_constrained(*o); };
 }

@@ -96,9 +96,10 @@ std::string request_body(const std::string& system, const std::string& user, int
   return j.dump();
 }
 
-struct Sample {
+// Its TokenUsage: the response's usage (generated_tokens = completion_tokens; no
+// computed_tokens in an OpenAI usage).
+struct Sample : TokenUsage {
   double ttft_ms = 0, total_ms = 0;
-  std::uint64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
 };
 
 // One client: a blocking Beast connection to the loopback server, reused while the
@@ -157,13 +158,13 @@ class Client {
           if (delta.contains("content") && !delta["content"].get<std::string>().empty()) {
             if (!first) s.ttft_ms = ms_since_t0();
             first = true;
-            ++s.completion_tokens;  // counted chunks; replaced by the usage below
+            ++s.generated_tokens;  // counted chunks; replaced by the usage below
           }
         }
         if (j.contains("usage") && j["usage"].is_object()) {
           const auto& u = j["usage"];
           s.prompt_tokens = u.value("prompt_tokens", 0ull);
-          s.completion_tokens = u.value("completion_tokens", s.completion_tokens);
+          s.generated_tokens = u.value("completion_tokens", s.generated_tokens);
           if (u.contains("prompt_tokens_details")) s.cached_tokens = u["prompt_tokens_details"].value("cached_tokens", 0ull);
         }
       }
@@ -197,11 +198,10 @@ class Client {
   beast::flat_buffer buffer_;
 };
 
-struct Figures {
+// Its TokenUsage: the samples' sums.
+struct Figures : TokenUsage {
   int num_requests = 0;
   double wall_s = 0, requests_per_s = 0, tokens_per_s = 0, ttft_p50_ms = 0, ttft_p99_ms = 0, latency_p50_ms = 0;
-  std::uint64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
-  double hit_ratio() const { return prompt_tokens ? double(cached_tokens) / double(prompt_tokens) : 0; }
 };
 
 // Nearest-rank percentile of a sorted, non-empty list.
@@ -249,15 +249,13 @@ Result<Figures> measure(int port, int num_clients, int per_client, int max_token
     for (const Sample& s : list) {
       ttft.push_back(s.ttft_ms);
       latency.push_back(s.total_ms);
-      f.prompt_tokens += s.prompt_tokens;
-      f.cached_tokens += s.cached_tokens;
-      f.completion_tokens += s.completion_tokens;
+      f += s.usage();
     }
   std::sort(ttft.begin(), ttft.end());
   std::sort(latency.begin(), latency.end());
   f.num_requests = int(ttft.size());
   f.requests_per_s = f.num_requests / f.wall_s;
-  f.tokens_per_s = double(f.completion_tokens) / f.wall_s;
+  f.tokens_per_s = double(f.generated_tokens) / f.wall_s;
   f.ttft_p50_ms = percentile(ttft, 50);
   f.ttft_p99_ms = percentile(ttft, 99);
   f.latency_p50_ms = percentile(latency, 50);
@@ -305,13 +303,12 @@ int bench_serve(const ServeBenchOptions& o) {
   const int fixed_per_client = o.requests_per_client;
   const int max_tokens = o.max_tokens;
   const std::string system = system_prompt();
-  const bool json = o.json;
 
-  nlohmann::json doc = {{"threads", config.num_threads},   {"precision", to_string(config.precision)},
-                        {"max_tokens", max_tokens},        {"system_prompt_chars", system.size()},
-                        {"runs", nlohmann::json::array()}};
-  if (!json)
-    std::printf("%7s %5s %5s %7s %7s %8s %9s %9s %9s %6s %8s\n", "clients", "cache", "reqs", "wall_s", "req/s",
+  BenchReport report(o.json, {{"threads", config.num_threads},
+                              {"precision", to_string(config.precision)},
+                              {"max_tokens", max_tokens},
+                              {"system_prompt_chars", system.size()}});
+  report.header("%7s %5s %5s %7s %7s %8s %9s %9s %9s %6s %8s\n", "clients", "cache", "reqs", "wall_s", "req/s",
                 "gen_tok/s", "ttft_p50", "ttft_p99", "lat_p50", "hit%", "speedup");
   for (int c : counts) {
     const int per_client = fixed_per_client > 0 ? fixed_per_client : std::max(1, kDefaultTotalRequests / c);
@@ -325,37 +322,29 @@ int bench_serve(const ServeBenchOptions& o) {
     const double speedup = on.requests_per_s / off.requests_per_s;
     for (bool cache : {true, false}) {
       const Figures& f = cache ? on : off;
-      if (json) {
-        doc["runs"].push_back({{"clients", c}, {"cache", cache}, {"requests_per_client", per_client},
-                               {"requests", f.num_requests}, {"wall_s", f.wall_s},
-                               {"requests_per_s", f.requests_per_s}, {"generated_tokens_per_s", f.tokens_per_s},
-                               {"ttft_p50_ms", f.ttft_p50_ms}, {"ttft_p99_ms", f.ttft_p99_ms},
-                               {"latency_p50_ms", f.latency_p50_ms}, {"prompt_tokens", f.prompt_tokens},
-                               {"cached_tokens", f.cached_tokens}, {"completion_tokens", f.completion_tokens},
-                               {"hit_ratio", f.hit_ratio()}, {"speedup_vs_no_cache", cache ? speedup : 1.0},
-                               {"ttft_p50_speedup_vs_no_cache", cache ? off.ttft_p50_ms / on.ttft_p50_ms : 1.0}});
-      } else {
-        char speed[16] = "";
-        if (cache) std::snprintf(speed, sizeof speed, "%.2fx", speedup);
-        std::printf("%7d %5s %5d %7.1f %7.2f %8.1f %9.0f %9.0f %9.0f %6.1f %8s\n", c, cache ? "on" : "off",
-                    f.num_requests, f.wall_s, f.requests_per_s, f.tokens_per_s, f.ttft_p50_ms, f.ttft_p99_ms,
-                    f.latency_p50_ms, 100.0 * f.hit_ratio(), speed);
-        std::fflush(stdout);
-      }
+      char speed[16] = "";
+      if (cache) std::snprintf(speed, sizeof speed, "%.2fx", speedup);
+      report.add({{"clients", c}, {"cache", cache}, {"requests_per_client", per_client}, {"requests", f.num_requests},
+                  {"wall_s", f.wall_s}, {"requests_per_s", f.requests_per_s},
+                  {"generated_tokens_per_s", f.tokens_per_s}, {"ttft_p50_ms", f.ttft_p50_ms},
+                  {"ttft_p99_ms", f.ttft_p99_ms}, {"latency_p50_ms", f.latency_p50_ms},
+                  {"prompt_tokens", f.prompt_tokens}, {"cached_tokens", f.cached_tokens},
+                  {"completion_tokens", f.generated_tokens}, {"hit_ratio", hit_ratio(f)},
+                  {"speedup_vs_no_cache", cache ? speedup : 1.0},
+                  {"ttft_p50_speedup_vs_no_cache", cache ? off.ttft_p50_ms / on.ttft_p50_ms : 1.0}},
+                 "%7d %5s %5d %7.1f %7.2f %8.1f %9.0f %9.0f %9.0f %6.1f %8s\n", c, cache ? "on" : "off",
+                 f.num_requests, f.wall_s, f.requests_per_s, f.tokens_per_s, f.ttft_p50_ms, f.ttft_p99_ms,
+                 f.latency_p50_ms, 100.0 * hit_ratio(f), speed);
     }
   }
-  if (json) std::printf("%s\n", doc.dump(2).c_str());
-  return kExitOk;
+  return report.finish();
 }
 
 }  // namespace
 
 Runner setup_bench_serve(CLI::App& app) {
   auto o = std::make_shared<ServeBenchOptions>();
-  app.add_option("--clients", o->clients, "concurrent client counts to measure, a comma list")
-      ->type_name("N,N,...")
-      ->check(integer_list_in(1, 64))
-      ->capture_default_str();
+  declare_bench_counts(app, "--clients", o->clients, "concurrent client counts");
   app.add_option("--requests-per-client", o->requests_per_client,
                  "streamed requests per client; 0 = " + std::to_string(kDefaultTotalRequests) +
                      " / clients, at least 1")
@@ -363,7 +352,7 @@ Runner setup_bench_serve(CLI::App& app) {
       ->check(integer_in(0, 1000))
       ->capture_default_str();
   declare_bench_max_tokens(app, o->max_tokens);
-  app.add_flag("--json", o->json, "print the figures as one JSON document");
+  declare_bench_json(app, o->json);
   o->runtime.declare(app, kAllRuntimeFlags & ~kNoCacheFlag);
   return [o] { return bench_serve(*o); };
 }

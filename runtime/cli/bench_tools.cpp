@@ -112,9 +112,8 @@ Result<Figures> measure(const ToolsOptions& o, int ttl_ms) {
 }
 
 int bench_tools(const ToolsOptions& o) {
-  nlohmann::json doc = {{"agents", o.agents}, {"pressure", o.pressure}, {"runs", nlohmann::json::array()}};
-  if (!o.json)
-    std::printf("%-16s %6s %11s %14s %14s %10s %8s %14s\n", "tool pin", "calls", "recomputed", "agent computed",
+  BenchReport report(o.json, {{"agents", o.agents}, {"pressure", o.pressure}});
+  report.header("%-16s %6s %11s %14s %14s %10s %8s %14s\n", "tool pin", "calls", "recomputed", "agent computed",
                 "agent cached", "evictions", "wall s", "wall-tools s");
   for (int ttl : {o.ttl_ms, 0}) {
     auto f = measure(o, ttl);
@@ -122,19 +121,15 @@ int bench_tools(const ToolsOptions& o) {
     // Tool time overlaps between agents; with one agent wall - tool is the model's time.
     const double outside = f->wall_s - f->tool_ms / 1000.0 / std::max(o.agents, 1);
     const std::string label = ttl > 0 ? "ttl " + std::to_string(ttl) + " ms" : "off (ttl 0)";
-    if (o.json)
-      doc["runs"].push_back({{"tool_pin_ttl_ms", ttl}, {"tool_calls", f->tool_calls},
-                             {"tool_recomputed_tokens", f->recomputed}, {"computed_tokens", f->agents.computed_tokens},
-                             {"cached_tokens", f->agents.cached_tokens}, {"evicted_pages", f->evictions},
-                             {"wall_s", f->wall_s}, {"wall_minus_tools_s", outside}});
-    else
-      std::printf("%-16s %6d %11zu %14llu %14llu %10llu %8.2f %14.2f\n", label.c_str(), f->tool_calls, f->recomputed,
-                  static_cast<unsigned long long>(f->agents.computed_tokens),
-                  static_cast<unsigned long long>(f->agents.cached_tokens),
-                  static_cast<unsigned long long>(f->evictions), f->wall_s, outside);
+    report.add({{"tool_pin_ttl_ms", ttl}, {"tool_calls", f->tool_calls}, {"tool_recomputed_tokens", f->recomputed},
+                {"computed_tokens", f->agents.computed_tokens}, {"cached_tokens", f->agents.cached_tokens},
+                {"evicted_pages", f->evictions}, {"wall_s", f->wall_s}, {"wall_minus_tools_s", outside}},
+               "%-16s %6d %11zu %14llu %14llu %10llu %8.2f %14.2f\n", label.c_str(), f->tool_calls, f->recomputed,
+               static_cast<unsigned long long>(f->agents.computed_tokens),
+               static_cast<unsigned long long>(f->agents.cached_tokens),
+               static_cast<unsigned long long>(f->evictions), f->wall_s, outside);
   }
-  if (o.json) std::printf("%s\n", doc.dump(2).c_str());
-  return kExitOk;
+  return report.finish();
 }
 
 }  // namespace
@@ -154,7 +149,7 @@ Runner setup_bench_tools(CLI::App& app) {
       ->check(integer_in(1, 3600000))
       ->capture_default_str();
   declare_bench_max_tokens(app, o->max_tokens);
-  app.add_flag("--json", o->json, "print the figures as one JSON document");
+  declare_bench_json(app, o->json);
   o->runtime.declare(app, kModelFlag | kDeviceFlag | kThreadsFlag | kKvMemFlag | kPageSizeFlag | kEvictionFlag |
                               kPrecisionFlag);
   return [o] { return bench_tools(*o); };

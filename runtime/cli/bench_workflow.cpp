@@ -105,9 +105,8 @@ int bench_workflow(const WorkflowOptions& o) {
   const int max_tokens = o.max_tokens;
   const std::string base_dir = find_project_file("workflows/examples");
 
-  nlohmann::json doc = {{"threads", config.num_threads}, {"precision", to_string(config.precision)}, {"runs", nlohmann::json::array()}};
-  if (!o.json)
-    std::printf("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s\n", "agents", "cache", "wall_ms", "prompt", "computed",
+  BenchReport report(o.json, {{"threads", config.num_threads}, {"precision", to_string(config.precision)}});
+  report.header("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s\n", "agents", "cache", "wall_ms", "prompt", "computed",
                 "ideal", "ttft_med", "ttft_max", "decode/s", "speedup");
   for (int n : counts) {
     Figures on, off;
@@ -120,35 +119,27 @@ int bench_workflow(const WorkflowOptions& o) {
     for (bool cache : {true, false}) {
       const Figures& f = cache ? on : off;
       const double speedup = off.wall_ms / on.wall_ms;
-      if (o.json) {
-        doc["runs"].push_back({{"agents", n}, {"cache", cache}, {"wall_ms", f.wall_ms},
-                               {"prompt_tokens", f.prompt_tokens}, {"computed_tokens", f.computed_tokens},
-                               {"ideal_prefill_tokens", on.ideal_prefill}, {"generated_tokens", f.generated_tokens},
-                               {"ttft_median_ms", f.ttft_median_ms}, {"ttft_max_ms", f.ttft_max_ms},
-                               {"decode_tokens_per_s", f.decode_tokens_per_s},
-                               {"speedup_vs_no_cache", cache ? speedup : 1.0}});
-      } else {
-        std::printf("%6d %5s %9.0f %8llu %8llu %9llu %9.0f %9.0f %9.1f %10s\n", n, cache ? "on" : "off", f.wall_ms,
-                    (unsigned long long)f.prompt_tokens, (unsigned long long)f.computed_tokens,
-                    (unsigned long long)on.ideal_prefill, f.ttft_median_ms, f.ttft_max_ms, f.decode_tokens_per_s,
-                    cache ? (std::to_string(speedup).substr(0, 4) + "x").c_str() : "");
-      }
+      report.add({{"agents", n}, {"cache", cache}, {"wall_ms", f.wall_ms}, {"prompt_tokens", f.prompt_tokens},
+                  {"computed_tokens", f.computed_tokens}, {"ideal_prefill_tokens", on.ideal_prefill},
+                  {"generated_tokens", f.generated_tokens}, {"ttft_median_ms", f.ttft_median_ms},
+                  {"ttft_max_ms", f.ttft_max_ms}, {"decode_tokens_per_s", f.decode_tokens_per_s},
+                  {"speedup_vs_no_cache", cache ? speedup : 1.0}},
+                 "%6d %5s %9.0f %8llu %8llu %9llu %9.0f %9.0f %9.1f %10s\n", n, cache ? "on" : "off", f.wall_ms,
+                 (unsigned long long)f.prompt_tokens, (unsigned long long)f.computed_tokens,
+                 (unsigned long long)on.ideal_prefill, f.ttft_median_ms, f.ttft_max_ms, f.decode_tokens_per_s,
+                 cache ? (std::to_string(speedup).substr(0, 4) + "x").c_str() : "");
     }
   }
-  if (o.json) std::printf("%s\n", doc.dump(2).c_str());
-  return kExitOk;
+  return report.finish();
 }
 
 }  // namespace
 
 Runner setup_bench_workflow(CLI::App& app) {
   auto o = std::make_shared<WorkflowOptions>();
-  app.add_option("--agents", o->agents, "sub-agent counts to measure, a comma list")
-      ->type_name("N,N,...")
-      ->check(integer_list_in(1, 64))
-      ->capture_default_str();
+  declare_bench_counts(app, "--agents", o->agents, "sub-agent counts");
   declare_bench_max_tokens(app, o->max_tokens);
-  app.add_flag("--json", o->json, "print the figures as one JSON document");
+  declare_bench_json(app, o->json);
   o->runtime.declare(app);
   app.get_option("--no-cache")->description("ignored: every count is measured with the prefix cache on and off");
   return [o] { return bench_workflow(*o); };

@@ -1,3 +1,5 @@
+#include <cstdarg>
+#include <cstdio>
 #include <map>
 #include <memory>
 
@@ -11,6 +13,46 @@ void declare_bench_max_tokens(CLI::App& app, int& max_tokens) {
       ->type_name("N")
       ->check(integer_in(1, 1024))
       ->capture_default_str();
+}
+
+void declare_bench_counts(CLI::App& app, const std::string& flag, std::string& counts, const std::string& what) {
+  app.add_option(flag, counts, what + " to measure, a comma list")
+      ->type_name("N,N,...")
+      ->check(integer_list_in(1, 64))
+      ->capture_default_str();
+}
+
+void declare_bench_json(CLI::App& app, bool& json) {
+  app.add_flag("--json", json, "print the figures as one JSON document");
+}
+
+BenchReport::BenchReport(bool json, nlohmann::json head) : json_(json), doc_(std::move(head)) {
+  doc_["runs"] = nlohmann::json::array();
+}
+
+void BenchReport::header(const char* format, ...) {
+  if (json_) return;
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+}
+
+void BenchReport::add(nlohmann::json run, const char* format, ...) {
+  if (json_) {
+    doc_["runs"].push_back(std::move(run));
+    return;
+  }
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+  std::fflush(stdout);
+}
+
+int BenchReport::finish() const {
+  if (json_) std::printf("%s\n", doc_.dump(2).c_str());
+  return kExitOk;
 }
 
 namespace {
