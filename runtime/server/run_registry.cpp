@@ -17,7 +17,9 @@ nlohmann::ordered_json cache_stats_json(const CacheStats& s, const std::string* 
     tenants[name] = t;
   }
   if (only_tenant && !tenants.contains(*only_tenant)) {
-    nlohmann::ordered_json empty = nlohmann::ordered_json::parse(to_json(CacheStats{.tenants = {{*only_tenant, {}}}}));
+    CacheStats none;
+    none.tenants[*only_tenant] = {};
+    nlohmann::ordered_json empty = nlohmann::ordered_json::parse(to_json(none));
     tenants[*only_tenant] = empty["tenants"][*only_tenant];
     tenants[*only_tenant]["hit_ratio"] = 0.0;
   }
