@@ -6,12 +6,6 @@
 // prompt tokens, the tokens it computed (prefilled) against the ideal (each document's
 // shared pages computed once cluster-wide, every request's own tail once), the hit
 // ratio (cached / prompt) and the wall time. Bounded: R requests, each with a deadline.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +21,7 @@
 #include "model/tokenizer.hpp"
 #include "runtime/chat_prompt.hpp"
 #include "runtime/cli/bench.hpp"
+#include "runtime/cli/child_process.hpp"
 #include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
 #include "runtime/cluster/cluster_backend.hpp"
@@ -43,42 +38,12 @@ struct ClusterBenchOptions {
 };
 
 // An `arbor node` child on a free loopback port; SIGTERMed (then reaped) when it goes.
-class NodeProcess {
- public:
-  NodeProcess(const std::string& exe, const ClusterBenchOptions& o, const std::string& model) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    std::vector<std::string> args = {exe, "node", "--listen", "127.0.0.1:0", "--model", model, "--threads",
-                                     std::to_string(o.node_threads), "--kv-mem", std::to_string(o.node_kv_mb)};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, exe.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    std::string line;
-    char ch;
-    while (pid_ > 0 && line.find('\n') == std::string::npos && read(out[0], &ch, 1) == 1) line += ch;
-    close(out[0]);
-    const std::string marker = "listening on 127.0.0.1:";
-    if (const auto at = line.find(marker); at != std::string::npos) port_ = std::atoi(line.c_str() + at + marker.size());
-  }
-  ~NodeProcess() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    waitpid(pid_, nullptr, 0);
-  }
-  int port() const { return port_; }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+Result<ChildProcess> start_node(const std::string& exe, const ClusterBenchOptions& o, const std::string& model) {
+  return ChildProcess::start({.argv = {exe, "node", "--listen", "127.0.0.1:0", "--model", model, "--threads",
+                                       std::to_string(o.node_threads), "--kv-mem", std::to_string(o.node_kv_mb)},
+                              .port_marker = "listening on 127.0.0.1:",
+                              .stop_seconds = 60});
+}
 
 std::string document(int n) {
   static const char* const places[] = {"Veloria", "Quenmark", "Ostheim", "Larnach", "Tirsk", "Pellam", "Varr", "Onda"};
@@ -120,14 +85,15 @@ struct Figures {
 
 Result<Figures> measure(cluster::Routing routing, const std::string& exe, const std::string& model,
                         const ClusterBenchOptions& o) {
-  std::vector<std::unique_ptr<NodeProcess>> nodes;
+  std::vector<ChildProcess> nodes;
   cluster::ClusterOptions options;
   options.routing = routing;
   options.model_path = model;
   for (int i = 0; i < o.nodes; ++i) {
-    nodes.push_back(std::make_unique<NodeProcess>(exe, o, model));
-    if (nodes.back()->port() <= 0) return fail(ErrorCode::failed, "an `arbor node` did not start");
-    options.nodes.push_back({"127.0.0.1", static_cast<std::uint16_t>(nodes.back()->port())});
+    auto node = start_node(exe, o, model);
+    if (!node) return std::unexpected(node.error());
+    nodes.push_back(std::move(*node));
+    options.nodes.push_back({"127.0.0.1", static_cast<std::uint16_t>(nodes.back().port())});
   }
   auto backend = cluster::ClusterBackend::connect(std::move(options));
   if (!backend) return std::unexpected(backend.error());

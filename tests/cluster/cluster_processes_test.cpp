@@ -3,10 +3,6 @@
 // (cluster::query_node_stats) and against a single in-process Runtime's greedy output.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cli/child_process.hpp"
 #include "runtime/cluster/cluster_backend.hpp"
 #include "runtime/runtime_test_util.hpp"
 #include "runtime/server_test_util.hpp"
@@ -29,66 +26,29 @@ using server::test::request;
 
 const std::string kArbor = std::string(ARBOR_BINARY_DIR) + "/arbor";
 
-// A child process whose first stdout line holds "<marker><port>"; SIGKILLed and reaped
-// when the object goes, so a failing test leaves nothing running.
-class Process {
- public:
-  Process(std::vector<std::string> args, const std::string& marker) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    args.insert(args.begin(), kArbor);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, kArbor.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    std::string line;
-    char ch;
-    while (pid_ > 0 && line.find('\n') == std::string::npos && read(out[0], &ch, 1) == 1) line += ch;
-    close(out[0]);
-    if (const auto at = line.find(marker); at != std::string::npos) port_ = std::atoi(line.c_str() + at + marker.size());
-  }
-  ~Process() { kill_now(); }
-  int port() const { return port_; }
-  void terminate() { kill(pid_, SIGTERM); }
-  // The exit status, or -1 if it has not exited within `seconds` (a hang, not a speed).
-  int wait_exit(double seconds) {
-    int status = 0;
-    if (pid_ <= 0 || !eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, seconds)) return -1;
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  void kill_now() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+// `arbor <args>`, whose first stdout line holds "<marker><port>"; SIGKILLed and reaped
+// when it goes, so a failing test leaves nothing running. Null (a test failure saying
+// why) when it did not start.
+std::unique_ptr<cli::ChildProcess> start_arbor(std::vector<std::string> args, const std::string& marker) {
+  args.insert(args.begin(), kArbor);
+  auto child = cli::ChildProcess::start({.argv = std::move(args), .port_marker = marker});
+  EXPECT_TRUE(child) << child.error().describe();
+  return child ? std::make_unique<cli::ChildProcess>(std::move(*child)) : nullptr;
+}
 
 // Three nodes and a router; `config` (JSON text, may be empty) is the router's --config.
 struct Cluster {
-  std::vector<std::unique_ptr<Process>> nodes;
-  std::unique_ptr<Process> router;
+  std::vector<std::unique_ptr<cli::ChildProcess>> nodes;
+  std::unique_ptr<cli::ChildProcess> router;
   std::string config_path;
 
   explicit Cluster(const std::string& config = "") {
     std::string list;
     for (int i = 0; i < 3; ++i) {
-      nodes.push_back(std::make_unique<Process>(
-          std::vector<std::string>{"node", "--listen", "127.0.0.1:0", "--model", ARBOR_DEFAULT_MODEL, "--threads",
-                                   "2", "--kv-mem", "64"},
+      nodes.push_back(start_arbor(
+          {"node", "--listen", "127.0.0.1:0", "--model", ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "64"},
           "listening on 127.0.0.1:"));
+      if (!nodes.back()) return;  // not ready()
       list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(nodes.back()->port());
     }
     std::vector<std::string> args = {"serve", "--port", "0", "--nodes", list, "--model", ARBOR_DEFAULT_MODEL};
@@ -98,7 +58,7 @@ struct Cluster {
       args.push_back("--config");
       args.push_back(config_path);
     }
-    router = std::make_unique<Process>(args, "http://127.0.0.1:");
+    router = start_arbor(args, "http://127.0.0.1:");
   }
   ~Cluster() {
     router.reset();
@@ -107,8 +67,8 @@ struct Cluster {
   }
   bool ready() const {
     for (const auto& n : nodes)
-      if (n->port() <= 0) return false;
-    return router->port() > 0;
+      if (!n) return false;
+    return router != nullptr;
   }
   Endpoint node(std::size_t i) const { return {"127.0.0.1", static_cast<std::uint16_t>(nodes[i]->port())}; }
   NodeStats stats(std::size_t i) const {
@@ -317,10 +277,10 @@ TEST_F(ClusterProcesses, ANodeKilledMidRequestIsRetriedElsewhereRoutedAroundAndR
   // A node started again at the dead one's address rejoins: with an empty cache it is
   // the emptiest node, so a cold request goes there once the router has reconnected.
   const int victim_port = cluster.nodes[victim]->port();
-  cluster.nodes[victim] = std::make_unique<Process>(
-      std::vector<std::string>{"node", "--listen", "127.0.0.1:" + std::to_string(victim_port), "--model",
-                               ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "64"},
-      "listening on 127.0.0.1:");
+  cluster.nodes[victim] = start_arbor({"node", "--listen", "127.0.0.1:" + std::to_string(victim_port), "--model",
+                                       ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "64"},
+                                      "listening on 127.0.0.1:");
+  ASSERT_TRUE(cluster.nodes[victim]);
   ASSERT_EQ(cluster.nodes[victim]->port(), victim_port);
   int doc = 10;
   EXPECT_TRUE(eventually(

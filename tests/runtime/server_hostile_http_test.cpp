@@ -5,22 +5,17 @@
 // is idle afterwards: no request in flight, no locked page, no live sequence.
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <future>
 
-#include "runtime/server/server.hpp"
 #include "real_server_fixture.hpp"
+#include "runtime/cli/child_process.hpp"
+#include "runtime/server/server.hpp"
 #include "runtime_test_util.hpp"
 #include "server_test_util.hpp"
-
-extern char** environ;
 
 namespace arbor::server::test {
 namespace {
@@ -340,56 +335,18 @@ TEST_F(ServerHostileHttp, StopReturnsOnceTheRunInFlightIsDone) {
 
 const std::string kArbor = std::string(ARBOR_BINARY_DIR) + "/arbor";
 
-// `arbor serve --port 0` with a config; reads the port from its first line.
-class ServeProcess {
- public:
-  explicit ServeProcess(double drain_seconds) {
-    const std::string config = std::string(ARBOR_BINARY_DIR) + "/hostile_http_serve_" + std::to_string(getpid()) + ".json";
-    std::ofstream(config) << R"({"limits":{"drain_seconds":)" << drain_seconds << "}}";
-    int out[2];
-    if (pipe(out) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    std::vector<std::string> args = {kArbor, "serve", "--port", "0", "--config", config, "--model", ARBOR_DEFAULT_MODEL,
-                                     "--threads", "2", "--kv-mem", "256"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, kArbor.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    std::string line;
-    char ch;
-    while (pid_ > 0 && line.find('\n') == std::string::npos && read(out[0], &ch, 1) == 1) line += ch;
-    close(out[0]);
-    std::filesystem::remove(config);
-    if (const auto at = line.find("127.0.0.1:"); at != std::string::npos) port_ = std::atoi(line.c_str() + at + 10);
-  }
-  ~ServeProcess() {
-    if (pid_ > 0 && !exited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  int port() const { return port_; }
-  void terminate() { kill(pid_, SIGTERM); }
-  // The exit status, or -1 if it has not exited within `seconds`.
-  int wait_exit(double seconds) {
-    int status = 0;
-    const bool done = eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, seconds);
-    if (!done) return -1;
-    exited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-  bool exited_ = false;
-};
+// `arbor serve --port 0` with a config (limits.drain_seconds); its port is read from
+// its first line. SIGKILLed and reaped when it goes, unless it has exited.
+Result<cli::ChildProcess> start_serve(double drain_seconds) {
+  const std::string config =
+      std::string(ARBOR_BINARY_DIR) + "/hostile_http_serve_" + std::to_string(getpid()) + ".json";
+  std::ofstream(config) << R"({"limits":{"drain_seconds":)" << drain_seconds << "}}";
+  auto serve = cli::ChildProcess::start({.argv = {kArbor, "serve", "--port", "0", "--config", config, "--model",
+                                                  ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "256"},
+                                         .port_marker = "http://127.0.0.1:"});
+  std::filesystem::remove(config);
+  return serve;
+}
 
 std::string run_body(int max_tokens) {
   nlohmann::json agent = {{"task", "Write a story about a transistor."}, {"generation", {{"max_tokens", max_tokens}}}};
@@ -406,29 +363,29 @@ std::string run_body(int max_tokens) {
 // far below the deadline; it took drain_seconds + 30 s before).
 TEST_F(ServerHostileHttp, SigtermWaitsForTheRunInFlightThenExits) {
   if (!std::filesystem::exists(kArbor)) GTEST_SKIP() << "build the 'arbor' target to run this test";
-  ServeProcess serve(60);
-  ASSERT_GT(serve.port(), 0);
-  const Reply started = request(serve.port(), "POST", "/v1/runs", run_body(24));
+  auto serve = start_serve(60);
+  ASSERT_TRUE(serve) << serve.error().describe();
+  const Reply started = request(serve->port(), "POST", "/v1/runs", run_body(24));
   ASSERT_EQ(started.status, 202) << started.body;
-  serve.terminate();
-  EXPECT_EQ(serve.wait_exit(45), 0);
+  serve->terminate();
+  EXPECT_EQ(serve->wait_exit(45), 0);
 }
 
 // At the drain deadline what is left is cancelled, and each stream says so.
 TEST_F(ServerHostileHttp, SigtermAtTheDrainDeadlineEndsStreamsWithTheReason) {
   if (!std::filesystem::exists(kArbor)) GTEST_SKIP() << "build the 'arbor' target to run this test";
-  ServeProcess serve(0.3);
-  ASSERT_GT(serve.port(), 0);
-  const Reply started = request(serve.port(), "POST", "/v1/runs", run_body(1000));
+  auto serve = start_serve(0.3);
+  ASSERT_TRUE(serve) << serve.error().describe();
+  const Reply started = request(serve->port(), "POST", "/v1/runs", run_body(1000));
   ASSERT_EQ(started.status, 202) << started.body;
-  Client events(serve.port());
+  Client events(serve->port());
   events.send(get("/v1/runs/" + started.json()["id"].get<std::string>() + "/events"));
-  Client stream(serve.port());
+  Client stream(serve->port());
   stream.send(chat("Tell me a long story about transistors.", 1000, true));
   ASSERT_TRUE(events.wait_for("event: token"));
   ASSERT_TRUE(stream.wait_for("\"delta\":{\"content\""));  // a token chunk
-  serve.terminate();
-  EXPECT_EQ(serve.wait_exit(45), 0);
+  serve->terminate();
+  EXPECT_EQ(serve->wait_exit(45), 0);
 
   const Reply chat_reply = stream.next();
   ASSERT_EQ(chat_reply.status, 200) << chat_reply.body;
