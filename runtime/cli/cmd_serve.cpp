@@ -46,6 +46,19 @@ struct ServeOptions {
   RuntimeOptions runtime;
 };
 
+// Once the "listening on" line is printed: flushes it (a parent reads it to find the
+// port), waits for SIGINT/SIGTERM (blocked in every thread, see run_serve), then drains
+// (Server::stop, up to drain_seconds) and destroys the server before its backend goes.
+void serve_until_signal(std::unique_ptr<server::Server>& server, const sigset_t& stop_signals, double drain_seconds) {
+  std::fflush(stdout);
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  std::fprintf(stderr, "arbor serve: %s: draining (up to %g s), then stopping\n",
+               signal == SIGINT ? "SIGINT" : "SIGTERM", drain_seconds);
+  server->stop();
+  server.reset();
+}
+
 // `--nodes`: the same server over a cluster::ClusterBackend (no model runs here).
 int run_router(const ServeOptions& o, const server::ServerConfig& config, sigset_t stop_signals) {
   auto nodes = cluster::parse_endpoints(o.nodes);
@@ -60,13 +73,7 @@ int run_router(const ServeOptions& o, const server::ServerConfig& config, sigset
   std::printf("arbor serve: listening on http://%s:%d (router over %zu nodes: %s; model %s, %zu API keys)\n",
               config.host.c_str(), (*server)->port(), nodes->size(), o.nodes.c_str(), (*backend)->model_name().c_str(),
               config.keys.size() + (config.admin_key.empty() ? 0 : 1));
-  std::fflush(stdout);
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  std::fprintf(stderr, "arbor serve: %s: draining (up to %g s), then stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM",
-               config.drain_seconds);
-  (*server)->stop();
-  server->reset();
+  serve_until_signal(*server, stop_signals, config.drain_seconds);
   backend->reset();
   std::fprintf(stderr, "arbor serve: stopped\n");
   return kExitOk;
@@ -115,14 +122,7 @@ int run_serve(const ServeOptions& o) {
               config.host.c_str(), (*server)->port(), (*runtime)->model_name().c_str(),
               (*runtime)->kv_pool_bytes() >> 20,
               config.keys.size() + (config.admin_key.empty() ? 0 : 1));
-  std::fflush(stdout);
-
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  std::fprintf(stderr, "arbor serve: %s: draining (up to %g s), then stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM",
-               config.drain_seconds);
-  (*server)->stop();
-  server->reset();
+  serve_until_signal(*server, stop_signals, config.drain_seconds);
   backend.reset();
   runtime->reset();
   std::fprintf(stderr, "arbor serve: stopped\n");
