@@ -13,22 +13,14 @@
 #include "actors/cache_actor.hpp"
 #include "actors/config.hpp"
 #include "actors_test_util.hpp"
+#include "interfaces_test_util.hpp"
 
 namespace arbor::actors {
 namespace {
 
-// What CAF's sender and requester check before they compile a send or request.
-template <class Handle, class... In>
-constexpr bool takes = caf::response_type<caf::signatures_of_t<Handle>, In...>::valid;
-
-template <class Handle, class Reply, class... In>
-concept answers = requires { typename caf::response_type<caf::signatures_of_t<Handle>, In...>::type; } &&
-                  std::is_same_v<typename caf::response_type<caf::signatures_of_t<Handle>, In...>::type,
-                                 caf::detail::type_list<Reply>>;
-
-// A handle of `Narrow`'s interface can be made from one of `Wide`'s (no cast).
-template <class Narrow, class Wide>
-constexpr bool is_part_of = caf::detail::tl_subset_of<caf::signatures_of_t<Narrow>, caf::signatures_of_t<Wide>>::value;
+using actors::testing::answers;
+using actors::testing::is_part_of;
+using actors::testing::takes;
 
 static_assert(answers<CacheActor, SeqResult, SeqRequest>);
 static_assert(answers<CacheActor, void, CancelRequest>);

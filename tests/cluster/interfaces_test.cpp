@@ -10,6 +10,7 @@
 
 #include <type_traits>
 
+#include "actors/interfaces_test_util.hpp"
 #include "runtime/cluster/cluster_backend.hpp"
 #include "runtime/cluster/net_config.hpp"
 #include "runtime/cluster/node_actor.hpp"
@@ -18,17 +19,9 @@
 namespace arbor::cluster {
 namespace {
 
-// What CAF's sender and requester check before they compile a send or request.
-template <class Handle, class... In>
-constexpr bool takes = caf::response_type<caf::signatures_of_t<Handle>, In...>::valid;
-
-template <class Handle, class Reply, class... In>
-concept answers = requires { typename caf::response_type<caf::signatures_of_t<Handle>, In...>::type; } &&
-                  std::is_same_v<typename caf::response_type<caf::signatures_of_t<Handle>, In...>::type,
-                                 caf::detail::type_list<Reply>>;
-
-template <class Narrow, class Wide>
-constexpr bool is_part_of = caf::detail::tl_subset_of<caf::signatures_of_t<Narrow>, caf::signatures_of_t<Wide>>::value;
+using actors::testing::answers;
+using actors::testing::is_part_of;
+using actors::testing::takes;
 
 using u64 = std::uint64_t;
 
