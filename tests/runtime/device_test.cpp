@@ -27,9 +27,7 @@ TEST(RuntimeDevice, CpuIsCpuAndGeneratesAsBefore) {
   ASSERT_TRUE(rt);
   EXPECT_EQ(rt->device(), "cpu");
   EXPECT_EQ(rt->device_info().find("auto"), std::string::npos) << rt->device_info();
-  GenerateRequest req;
-  req.messages = {{"user", "What is the capital of France?"}};
-  req.sampling.max_tokens = 8;
+  auto req = user_request("What is the capital of France?", 8);
   auto out = rt->generate(req);
   ASSERT_TRUE(out) << out.error().describe();
   EXPECT_NE(out->text.find("Paris"), std::string::npos) << out->text;

@@ -47,9 +47,7 @@ TEST(Generate, SharedSystemPromptHitsWithinATenantOnly) {
 TEST(Generate, GreedyAnswerToTheCapitalOfFranceMentionsParis) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  GenerateRequest req;
-  req.messages = {{"user", "What is the capital of France?"}};
-  req.sampling.max_tokens = 16;
+  auto req = user_request("What is the capital of France?", 16);
   auto reply = rt->generate(req);
   ASSERT_TRUE(reply) << reply.error().describe();
   EXPECT_NE(reply->text.find("Paris"), std::string::npos) << reply->text;
@@ -59,9 +57,7 @@ TEST(Generate, GreedyAnswerToTheCapitalOfFranceMentionsParis) {
 TEST(Generate, StreamedPiecesMakeTheTextAndStopStringsCut) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  GenerateRequest req;
-  req.messages = {{"user", "Count from one to ten in words, separated by commas."}};
-  req.sampling.max_tokens = 24;
+  auto req = user_request("Count from one to ten in words, separated by commas.", 24);
   std::string streamed;
   auto h = rt->start_generate(req, [&](const std::string& piece) { streamed += piece; });
   ASSERT_TRUE(h);
@@ -82,9 +78,7 @@ TEST(Generate, StreamedPiecesMakeTheTextAndStopStringsCut) {
 TEST(Generate, CancelEndsAGenerationEarly) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  GenerateRequest req;
-  req.messages = {{"user", "Write a long story about a river."}};
-  req.sampling.max_tokens = 500;
+  auto req = user_request("Write a long story about a river.", 500);
   std::promise<void> started;
   std::atomic<bool> once{false};
   auto h = rt->start_generate(req, [&](const std::string&) {
@@ -113,9 +107,7 @@ TEST(Generate, CompletionCallbackComesOnceWithTheOutcome) {
       };
     }
   };
-  GenerateRequest req;
-  req.messages = {{"user", "Name three rivers."}};
-  req.sampling.max_tokens = 12;
+  auto req = user_request("Name three rivers.", 12);
   Done finished;
   auto h = rt->start_generate(req, {}, finished.callback());
   ASSERT_TRUE(h);
@@ -137,8 +129,7 @@ TEST(Generate, CompletionCallbackComesOnceWithTheOutcome) {
   ASSERT_TRUE(cancel_outcome);
   EXPECT_EQ(cancel_outcome->finish_reason, FinishReason::cancelled);
 
-  req.messages = {{"user", std::string(40000, 'x')}};  // longer than the context
-  req.sampling.max_tokens = 4;
+  req = user_request(std::string(40000, 'x'), 4);  // longer than the context
   Done failed;
   auto f = rt->start_generate(req, {}, failed.callback());
   ASSERT_TRUE(f);
@@ -154,9 +145,7 @@ TEST(Generate, CompletionCallbackComesOnceWithTheOutcome) {
 TEST(Generate, RuntimeDestructorCancelsWhatIsRunning) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  GenerateRequest req;
-  req.messages = {{"user", "Write a long story."}};
-  req.sampling.max_tokens = 2000;
+  auto req = user_request("Write a long story.", 2000);
   auto g = rt->start_generate(req);
   ASSERT_TRUE(g);
   auto run = rt->start(team_workflow("bye", long_system("rivers", 3), 2, 400), {.workflow_is_text = true});
@@ -172,8 +161,7 @@ TEST(Generate, RuntimeDestructorCancelsWhatIsRunning) {
 TEST(Generate, OutOfRangeSamplingIsAnInvalidArgument) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  GenerateRequest req;
-  req.messages = {{"user", "Hi"}};
+  auto req = user_request("Hi");
   req.sampling.top_p = 1.5;
   auto r = rt->generate(req);
   ASSERT_FALSE(r);

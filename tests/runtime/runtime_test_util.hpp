@@ -65,6 +65,15 @@ inline RunResult run_text(Runtime& rt, const std::string& text, const std::map<s
   return h->wait();
 }
 
+// A request of one user message (the chat template adds the model's default system
+// message), generating at most `max_tokens`.
+inline GenerateRequest user_request(const std::string& text, int max_tokens = SamplingSettings{}.max_tokens) {
+  GenerateRequest req;
+  req.messages = {{"user", text}};
+  req.sampling.max_tokens = max_tokens;
+  return req;
+}
+
 inline const AgentResult* agent(const RunResult& r, const std::string& id) {
   for (const auto& a : r.agents)
     if (a.id == id) return &a;

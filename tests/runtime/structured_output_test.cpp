@@ -23,9 +23,7 @@ std::string validation_errors(const nlohmann::ordered_json& value, const nlohman
 TEST(StructuredOutput, GenerateReturnsTheParsedDocument) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  GenerateRequest req;
-  req.messages = {{"user", "Describe a fictional person as JSON."}};
-  req.sampling.max_tokens = 64;
+  auto req = user_request("Describe a fictional person as JSON.", 64);
   req.json_schema = kPerson;
   auto r = rt->generate(req);
   ASSERT_TRUE(r) << r.error().describe();
@@ -48,8 +46,7 @@ TEST(StructuredOutput, GenerateReturnsTheParsedDocument) {
 TEST(StructuredOutput, ASchemaTheEngineCannotEnforceIsAnInvalidArgument) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  GenerateRequest req;
-  req.messages = {{"user", "A number."}};
+  auto req = user_request("A number.");
   req.json_schema = R"({"type":"integer","multipleOf":7})";
   auto r = rt->generate(req);
   ASSERT_FALSE(r);
