@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cli/child_process.hpp"
+#include "cluster/cluster_test_util.hpp"
 #include "runtime/cluster/cluster_backend.hpp"
 #include "runtime/runtime_test_util.hpp"
 #include "runtime/server_test_util.hpp"
@@ -24,17 +24,8 @@ using server::test::eventually;
 using server::test::Reply;
 using server::test::request;
 
-const std::string kArbor = std::string(ARBOR_BINARY_DIR) + "/arbor";
-
-// `arbor <args>`, whose first stdout line holds "<marker><port>"; SIGKILLed and reaped
-// when it goes, so a failing test leaves nothing running. Null (a test failure saying
-// why) when it did not start.
-std::unique_ptr<cli::ChildProcess> start_arbor(std::vector<std::string> args, const std::string& marker) {
-  args.insert(args.begin(), kArbor);
-  auto child = cli::ChildProcess::start({.argv = std::move(args), .port_marker = marker});
-  EXPECT_TRUE(child) << child.error().describe();
-  return child ? std::make_unique<cli::ChildProcess>(std::move(*child)) : nullptr;
-}
+using test::kArbor;
+using test::start_arbor;
 
 // Three nodes and a router; `config` (JSON text, may be empty) is the router's --config.
 struct Cluster {

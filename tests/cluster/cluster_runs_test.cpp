@@ -4,10 +4,6 @@
 // each node's own figures (cluster::query_node_stats).
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_test_util.hpp"
 #include "runtime/cluster/cluster_backend.hpp"
 #include "runtime/runtime_test_util.hpp"
 #include "runtime/server_test_util.hpp"
@@ -28,47 +25,8 @@ using server::test::Reply;
 using server::test::request;
 using server::test::sse_payloads;
 
-const std::string kArbor = std::string(ARBOR_BINARY_DIR) + "/arbor";
-
-// A child process whose first stdout line holds "<marker><port>"; SIGKILLed and reaped
-// when the object goes, so a failing test leaves nothing running.
-class Process {
- public:
-  Process(std::vector<std::string> args, const std::string& marker) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    args.insert(args.begin(), kArbor);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, kArbor.c_str(), &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    std::string line;
-    char ch;
-    while (pid_ > 0 && line.find('\n') == std::string::npos && read(out[0], &ch, 1) == 1) line += ch;
-    close(out[0]);
-    if (const auto at = line.find(marker); at != std::string::npos)
-      port_ = std::atoi(line.c_str() + at + marker.size());
-  }
-  ~Process() { kill_now(); }
-  int port() const { return port_; }
-  void kill_now() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+using test::kArbor;
+using test::start_arbor;
 
 constexpr const char* kAlice = "key-alice-0001";
 constexpr const char* kBob = "key-bob-00001";
@@ -77,17 +35,17 @@ constexpr const char* kAdmin = "key-admin-001";
 // Three nodes and a router whose workflow_dir is the examples' folder (the nodes get
 // the prefix files' bytes from the router) and whose keys are alice's and bob's.
 struct Cluster {
-  std::vector<std::unique_ptr<Process>> nodes;
-  std::unique_ptr<Process> router;
+  std::vector<std::unique_ptr<cli::ChildProcess>> nodes;
+  std::unique_ptr<cli::ChildProcess> router;
   std::string config_path;
 
   Cluster() {
     std::string list;
     for (int i = 0; i < 3; ++i) {
-      nodes.push_back(
-          std::make_unique<Process>(std::vector<std::string>{"node", "--listen", "127.0.0.1:0", "--model",
-                                                             ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "64"},
-                                    "listening on 127.0.0.1:"));
+      nodes.push_back(start_arbor(
+          {"node", "--listen", "127.0.0.1:0", "--model", ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "64"},
+          "listening on 127.0.0.1:"));
+      if (!nodes.back()) return;  // not ready()
       list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(nodes.back()->port());
     }
     const nlohmann::json config = {{"admin_key", kAdmin},
@@ -95,19 +53,19 @@ struct Cluster {
                                    {"workflow_dir", arbor::testing::kExamples}};
     config_path = std::string(ARBOR_BINARY_DIR) + "/cluster_runs_test_" + std::to_string(getpid()) + ".json";
     std::ofstream(config_path) << config.dump();
-    router = std::make_unique<Process>(std::vector<std::string>{"serve", "--port", "0", "--nodes", list, "--model",
-                                                                ARBOR_DEFAULT_MODEL, "--config", config_path},
-                                       "http://127.0.0.1:");
+    router =
+        start_arbor({"serve", "--port", "0", "--nodes", list, "--model", ARBOR_DEFAULT_MODEL, "--config", config_path},
+                    "http://127.0.0.1:");
   }
   ~Cluster() {
     router.reset();
     nodes.clear();
-    std::filesystem::remove(config_path);
+    if (!config_path.empty()) std::filesystem::remove(config_path);
   }
   bool ready() const {
     for (const auto& n : nodes)
-      if (n->port() <= 0) return false;
-    return router->port() > 0;
+      if (!n) return false;
+    return router != nullptr;
   }
   int port() const { return router->port(); }
   std::string endpoint(std::size_t i) const { return "127.0.0.1:" + std::to_string(nodes[i]->port()); }
