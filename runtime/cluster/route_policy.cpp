@@ -2,40 +2,16 @@
 
 #include <algorithm>
 
+#include "cache/page_key.hpp"
+
 namespace arbor::cluster {
-namespace {
-
-// splitmix64's finaliser: a cheap, well-mixed 64-bit hash step.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 PrefixIndex::PrefixIndex(std::size_t page_size, std::size_t capacity_pages)
     : page_size_(std::max<std::size_t>(page_size, 1)), capacity_pages_(std::max<std::size_t>(capacity_pages, 1)) {}
 
-std::vector<std::uint64_t> PrefixIndex::chain(const std::string& tenant, std::span<const std::int32_t> ids) const {
-  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a of the tenant seeds the chain
-  for (unsigned char c : tenant) h = (h ^ c) * 0x100000001b3ull;
-  h = mix(h ^ tenant.size());
-  std::vector<std::uint64_t> keys;
-  const std::size_t num_pages = ids.size() / page_size_;
-  keys.reserve(num_pages);
-  for (std::size_t p = 0; p < num_pages; ++p) {
-    for (std::size_t i = p * page_size_; i < (p + 1) * page_size_; ++i)
-      h = mix(h ^ static_cast<std::uint32_t>(ids[i]));
-    keys.push_back(h);
-  }
-  return keys;
-}
-
 std::size_t PrefixIndex::match(const std::string& tenant, std::span<const std::int32_t> ids) const {
   std::size_t pages = 0;
-  for (auto key : chain(tenant, ids)) {
+  for (auto key : cache::page_keys(tenant, ids, page_size_)) {
     if (!last_use_.contains(key)) break;
     ++pages;
   }
@@ -43,7 +19,20 @@ std::size_t PrefixIndex::match(const std::string& tenant, std::span<const std::i
 }
 
 void PrefixIndex::insert(const std::string& tenant, std::span<const std::int32_t> ids) {
-  const auto keys = chain(tenant, ids);
+  const auto keys = cache::page_keys(tenant, ids, page_size_);
+  insert_keys(keys);
+}
+
+void PrefixIndex::remove_keys(std::span<const std::uint64_t> keys) {
+  for (auto key : keys) {
+    auto it = last_use_.find(key);
+    if (it == last_use_.end()) continue;
+    by_stamp_.erase(it->second);
+    last_use_.erase(it);
+  }
+}
+
+void PrefixIndex::insert_keys(std::span<const std::uint64_t> keys) {
   for (auto it = keys.rbegin(); it != keys.rend(); ++it) {  // leaf first: the root ends newest
     const std::uint64_t stamp = ++clock_;
     auto [at, added] = last_use_.try_emplace(*it, stamp);

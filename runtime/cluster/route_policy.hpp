@@ -1,14 +1,17 @@
 // Cache-aware routing for `arbor serve --nodes`: which node a request goes to.
 //
 // PrefixIndex: the router's picture of one node's KV cache, per tenant, as chains of
-// page hashes (page i's key hashes the tenant and every token of pages 0..i, so a key
-// stands for a whole prefix, as a radix tree's path does). It is fed by what the
-// router itself sends to the node (every full page of each routed prompt) and bounded
-// by the node's pool: past `capacity_pages` the least recently used keys go, deepest
-// pages of a chain first (a chain is touched leaf to root, so its root is the newest).
-// It is approximate: the node may have evicted what the index still lists, or cached a
-// partial last page the index leaves out. Keys never match across tenants (the tenant
-// seeds the chain), so a tenant is never routed by another tenant's prefixes.
+// page keys (cache/page_key.hpp: page i's key hashes the tenant and every token of
+// pages 0..i, so a key stands for a whole prefix, as a radix tree's path does; the
+// node's cache names its pages with the same function). It is fed by what the router
+// itself sends to the node (every full page of each routed prompt, at once) and by the
+// node's KV events (pages it committed and evicted, common/kv_event.hpp, arriving a
+// little later), and bounded by `capacity_pages` (the router: twice the node's pool,
+// cluster_backend.cpp's index_capacity): past it the least recently used keys go, deepest pages of a chain first (a chain is touched leaf to
+// root, so its root is the newest). It is approximate between events: the node may
+// have evicted what the index still lists until the removal arrives. Keys never match
+// across tenants (the tenant seeds the chain), so a tenant is never routed by another
+// tenant's prefixes.
 //
 // choose_node, the rule (Preble-style: reuse unless it costs balance):
 //   1. best = the up node with the longest matched prefix (ties: fewer in flight, then
@@ -41,13 +44,15 @@ class PrefixIndex {
   // Lists every full page of `ids` for `tenant` as just used, then evicts past the
   // capacity. O(pages of ids * log(size)).
   void insert(const std::string& tenant, std::span<const std::int32_t> ids);
-  void clear();  // the node lost its cache (it went down)
+  // A KV event's keys: `keys` (a chain, root first) listed as just used, as insert;
+  // remove drops each listed key (absent ones are ignored). O(keys * log(size)).
+  void insert_keys(std::span<const std::uint64_t> keys);
+  void remove_keys(std::span<const std::uint64_t> keys);
+  void clear();  // the node lost its cache (it went down, or a cleared event)
   std::size_t num_pages() const { return last_use_.size(); }
   std::size_t page_size() const { return page_size_; }
 
  private:
-  std::vector<std::uint64_t> chain(const std::string& tenant, std::span<const std::int32_t> ids) const;
-
   std::size_t page_size_;
   std::size_t capacity_pages_;
   std::uint64_t clock_ = 0;

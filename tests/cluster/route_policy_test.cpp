@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cache/page_key.hpp"
 #include "runtime/cluster/cluster_backend.hpp"
 #include "runtime/cluster/route_policy.hpp"
 
@@ -44,6 +45,29 @@ TEST(ClusterPrefixIndex, NeverMatchesAnotherTenantsPrefix) {
   EXPECT_EQ(index.match("alic", doc), 0u);
   index.insert("bob", doc);
   EXPECT_EQ(index.num_pages(), 8u);  // one chain each
+}
+
+// The node's KV events name pages with cache/page_key.hpp; the index applies them.
+TEST(ClusterPrefixIndex, AppliesANodesStoredAndRemovedKeys) {
+  PrefixIndex index(16, 1000);
+  const auto doc = ids(100, 64);
+  const auto keys = cache::page_keys("alice", doc, 16);  // what the node's cache would send
+  index.insert_keys(keys);
+  EXPECT_EQ(index.num_pages(), 4u);
+  EXPECT_EQ(index.match("alice", doc), 64u);
+  EXPECT_EQ(index.match("bob", doc), 0u);
+  // The node evicted the last two pages (leaf first): the match stops before them.
+  index.remove_keys(std::vector<std::uint64_t>{keys[3], keys[2]});
+  EXPECT_EQ(index.num_pages(), 2u);
+  EXPECT_EQ(index.match("alice", doc), 32u);
+  index.remove_keys(std::vector<std::uint64_t>{keys[3], 12345});  // absent keys: nothing
+  EXPECT_EQ(index.num_pages(), 2u);
+  // The router's own insert and the node's keys are the same keys.
+  index.insert("alice", doc);
+  EXPECT_EQ(index.num_pages(), 4u);
+  index.remove_keys(keys);
+  EXPECT_EQ(index.num_pages(), 0u);
+  EXPECT_EQ(index.match("alice", doc), 0u);
 }
 
 TEST(ClusterPrefixIndex, EvictsTheLeastRecentlyUsedDeepestPagesFirst) {
