@@ -66,6 +66,7 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(BatchEngineConfig confi
                                               std::to_string(pc.num_pages) + " pages; lower kv_memory_mb");
   for (const auto& [name, tc] : s->config_.tenants)
     if (auto t = s->cache_->add_tenant(name, tc); !t) return std::unexpected(t.error());
+  if (s->config_.kv_events) s->cache_->set_kv_event_listener(s->config_.kv_events);
   return s;
 }
 

@@ -106,6 +106,10 @@ struct BatchEngineConfig {
   // The clock of tool pins' TTLs (tests inject one); empty = std::chrono::steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
   std::map<std::string, cache::TenantConfig> tenants;
+  // The cache's KV events (cache::PrefixCache::set_kv_event_listener), called on the
+  // cache actor's thread, in order, inside the step or message that causes them; it
+  // must not block nor call into the cache actor. Empty: none.
+  std::function<void(const KvEvent&)> kv_events;
 };
 
 class BatchEngine {

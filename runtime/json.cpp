@@ -1,5 +1,9 @@
 // The JSON documents and wire names of runtime.hpp (`arbor run --json`, the server's
 // responses, event names). No actor code here: the server's fuzz targets link this file.
+#include <charconv>
+#include <cstdio>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "arbor/runtime.hpp"
@@ -46,6 +50,35 @@ nlohmann::ordered_json event_json(const Event& e) {
   if (e.kind == Event::Kind::tool_result) {
     j["ms"] = e.tool_ms;
     j["bytes"] = e.tool_bytes;
+  }
+  return j;
+}
+
+std::string page_key_text(std::uint64_t key) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(key));
+  return text;
+}
+
+std::optional<std::uint64_t> page_key_from_text(const std::string& text) {
+  if (text.size() != 16) return std::nullopt;
+  std::uint64_t key = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), key, 16);
+  if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return key;
+}
+
+nlohmann::ordered_json kv_event_json(const KvEvent& e) {
+  nlohmann::ordered_json j;
+  j["seq"] = e.sequence;
+  j["type"] = to_string(e.kind);
+  j["tenant"] = e.tenant;
+  j["page_size"] = e.page_size;
+  j["keys"] = nlohmann::ordered_json::array();
+  for (auto k : e.keys) j["keys"].push_back(page_key_text(k));
+  if (e.kind == KvEvent::Kind::stored) {
+    j["parent"] = e.parent ? nlohmann::ordered_json(page_key_text(*e.parent)) : nlohmann::ordered_json(nullptr);
+    j["tokens"] = e.tokens;
   }
   return j;
 }

@@ -135,6 +135,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   sc.max_pinned_pages = int(config.max_pinned_pages);
   sc.max_queued_requests = config.max_queued_requests;
   for (const auto& [name, t] : config.tenants) sc.tenants[name] = cache::TenantConfig{t.quota_pages, t.read_shared};
+  sc.kv_events = [hub = impl->kv_events](const KvEvent& e) { hub->publish(e); };
 
   impl->actor_config = std::make_unique<actors::ActorConfig>();
   impl->system = std::make_unique<caf::actor_system>(*impl->actor_config);

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "actors/config.hpp"
 #include "actors/interfaces.hpp"
@@ -87,6 +89,27 @@ actors::TokenListener::behavior_type generation_actor(actors::TokenListener::poi
                                                       std::shared_ptr<const model::Model> model,
                                                       std::optional<GenerationTools> tools);
 
+// Delivers the cache's KV events to Runtime::subscribe_kv_events subscribers
+// (runtime/kv_events.cpp). publish runs on the cache actor's thread only.
+struct KvEventHub {
+  std::mutex mu;  // guards subs (never held while a callback runs)
+  std::vector<std::shared_ptr<KvEventSubscription::State>> subs;
+  std::uint64_t next_sequence = 1;  // the cache actor's thread only
+  std::atomic<std::thread::id> dispatching{};  // the thread calling callbacks (the cache actor's)
+
+  void publish(KvEvent event);
+};
+
+struct KvEventSubscription::State {
+  std::weak_ptr<KvEventHub> hub;
+  std::function<void(const KvEvent&)> callback;
+  std::mutex call_mu;  // held while the callback runs
+  std::atomic<bool> active{true};
+
+  void deliver(const KvEvent& event);
+  void cancel();
+};
+
 struct Runtime::Impl {
   RuntimeConfig config;
   std::shared_ptr<const model::Model> model;
@@ -109,6 +132,7 @@ struct Runtime::Impl {
   std::shared_ptr<const workflows::ToolRegistry> tools =
       std::make_shared<const workflows::ToolRegistry>(workflows::ToolRegistry::builtins());
   std::shared_ptr<actors::ToolRunner> tool_runner = std::make_shared<actors::ToolRunner>();
+  std::shared_ptr<KvEventHub> kv_events = std::make_shared<KvEventHub>();
 
   void shutdown();
 };

@@ -27,6 +27,7 @@
 #include "arbor/config.hpp"
 #include "common/cache_stats.hpp"
 #include "common/document_access.hpp"
+#include "common/kv_event.hpp"
 #include "common/result.hpp"
 #include "common/sampling_settings.hpp"
 #include "common/status.hpp"
@@ -213,6 +214,15 @@ const char* to_string(Event::Kind kind);
 // tool_call "arguments" (the JSON object), tool_result "ms" and "bytes".
 nlohmann::ordered_json event_json(const Event& event);
 
+// A KV event as GET /v1/kv_events and `arbor node` write it:
+//   {"seq": 12, "type": "stored" | "removed" | "cleared", "tenant": "default",
+//    "page_size": 16, "keys": ["7682412ae29cfc9d", ...],
+//    stored only: "parent": "118b7bc6b40e3c70" or null, "tokens": [ids of the pages]}
+// Keys are 16 lower-case hex digits (a JSON number would lose bits above 2^53).
+nlohmann::ordered_json kv_event_json(const KvEvent& event);
+std::string page_key_text(std::uint64_t key);
+std::optional<std::uint64_t> page_key_from_text(const std::string& text);  // nullopt unless 16 hex digits
+
 // A run in flight. Copyable; all copies refer to the same run.
 class RunHandle {
  public:
@@ -260,6 +270,27 @@ struct RunOptions {
   DocumentAccess documents = DocumentAccess::local_to(".");
 };
 
+// A Runtime::subscribe_kv_events subscription. Move-only; destroying it (or reset())
+// unsubscribes. It may outlive the Runtime (it then does nothing).
+class KvEventSubscription {
+ public:
+  struct State;
+  KvEventSubscription() = default;
+  explicit KvEventSubscription(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  KvEventSubscription(KvEventSubscription&&) noexcept = default;
+  KvEventSubscription& operator=(KvEventSubscription&& other) noexcept;
+  KvEventSubscription(const KvEventSubscription&) = delete;
+  KvEventSubscription& operator=(const KvEventSubscription&) = delete;
+  ~KvEventSubscription();
+  // Unsubscribes. When it returns, the callback is not running and is never called
+  // again (when called from inside the callback itself: no further call after it).
+  void reset();
+  explicit operator bool() const { return state_ != nullptr; }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 class Runtime {
  public:
   // Loads the model and starts the actor system. Errors: the model (not_found,
@@ -304,6 +335,22 @@ class Runtime {
   // holds, else the first violation. O(everything); for tests and debugging.
   std::string check_invariants() const;
   std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes = 256) const;
+  // The KV cache's events (common/kv_event.hpp: pages stored, removed; each event one
+  // tenant's, keyed by cache/page_key.hpp) from now on; nothing earlier is replayed.
+  // Contract:
+  //   - Thread: the callback runs on the cache actor's thread, inside the step that
+  //     caused the event: it must be short and never block (queue the event and
+  //     return; the server's /v1/kv_events does so with a bounded queue), and must not
+  //     call Runtime methods that ask the cache actor (cache_stats, cache_tree,
+  //     check_invariants, generate, wait()): they would deadlock.
+  //   - Order: events arrive in the order the cache made them, one at a time (never
+  //     concurrently), with KvEvent::sequence increasing by exactly 1 per event of
+  //     this Runtime (the first one a subscriber sees may have any number).
+  //   - Locks: no lock of the Runtime is held while the callback runs; it may create
+  //     or reset subscriptions, its own included.
+  // Every subscriber gets every tenant's events: show them only to whoever may see
+  // every tenant (the server: admin keys).
+  KvEventSubscription subscribe_kv_events(std::function<void(const KvEvent&)> callback);
   const RuntimeConfig& config() const;
   // The device the engine runs on ("cpu" or "cuda", whatever config().device asked),
   // and a line for people saying what it is and why it was chosen.
