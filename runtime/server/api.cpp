@@ -109,6 +109,7 @@ const Api::Route Api::kRoutes[] = {
     {"GET", "/v1/runs/{id}/events", true, [](Api& a, const Call& c) { a.run_request(c.req, c.ex, c.p, c.id, true); }},
     {"GET", "/v1/cache/stats", true, [](Api& a, const Call& c) { a.cache_stats(c.ex, c.p); }},
     {"GET", "/v1/cache/tree", true, [](Api& a, const Call& c) { a.cache_tree(c.req, c.ex, c.p); }},
+    {"GET", "/v1/kv_events", true, [](Api& a, const Call& c) { a.kv_events(c.ex, c.p); }},
 };
 
 void Api::handle(const HttpRequest& req, const ExchangePtr& ex) {

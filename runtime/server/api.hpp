@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/server/admission.hpp"
 #include "runtime/server/api_error.hpp"
@@ -48,7 +49,8 @@ class Api {
   void handle(const HttpRequest& request, const std::shared_ptr<Exchange>& exchange);
 
   // Shutdown: refuse new work (503), then cancel what is in flight.
-  void begin_drain() { draining_ = true; }
+  // (Also ends every GET /v1/kv_events stream.)
+  void begin_drain();
   void cancel_all();
   int inflight() const;
 
@@ -82,6 +84,7 @@ class Api {
   void cache_stats(const ExchangePtr& ex, const Principal& p);
   void cache_tree(const HttpRequest& req, const ExchangePtr& ex, const Principal& p);
   void prometheus(const ExchangePtr& ex, const Principal& p);
+  void kv_events(const ExchangePtr& ex, const Principal& p);  // api_kv_events.cpp
 
   int max_tokens_for(const std::string& tenant) const;
   std::string next_id(const char* prefix);
@@ -98,6 +101,9 @@ class Api {
   std::function<void(std::function<void()>)> defer_;
   std::mutex live_mutex_;
   std::unordered_map<std::uint64_t, std::shared_ptr<Generation>> live_;
+  struct KvStream;  // a GET /v1/kv_events stream (api_kv_events.cpp)
+  std::mutex kv_streams_mutex_;
+  std::vector<std::weak_ptr<KvStream>> kv_streams_;
 };
 
 }  // namespace arbor::server

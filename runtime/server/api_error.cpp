@@ -29,6 +29,10 @@ ApiError too_many_requests(std::string message) {
   return ApiError{429, "rate_limit_error", "rate_limit_exceeded", std::move(message), ""};
 }
 
+ApiError forbidden(std::string message) {
+  return ApiError{403, "permission_error", "forbidden", std::move(message), ""};
+}
+
 ApiError unavailable(std::string message) {
   return ApiError{503, "server_error", "overloaded", std::move(message), ""};
 }

@@ -26,6 +26,7 @@ ApiError invalid_param(const std::string& pointer, const std::string& what);  //
 ApiError not_found(std::string message);
 ApiError method_not_allowed(const std::string& method, const std::string& allowed);
 ApiError unauthorized(std::string message);
+ApiError forbidden(std::string message);           // 403
 ApiError too_many_requests(std::string message);   // 429
 ApiError unavailable(std::string message);         // 503
 ApiError payload_too_large(std::size_t limit);     // 413

@@ -73,6 +73,12 @@ class Backend {
   // nodes: address, up, load, pages, hit ratio, routing decisions), shown to an admin
   // as /v1/cache/stats "nodes" and by the dashboard. Default: "" (no nodes).
   virtual std::string nodes_json() const { return ""; }
+  // The cache's KV events, every tenant's (Runtime::subscribe_kv_events: same thread
+  // and order contract). Default: unsupported (the backend has no cache of its own).
+  virtual Result<KvEventSubscription> subscribe_kv_events(std::function<void(const KvEvent&)> callback) {
+    (void)callback;
+    return fail(ErrorCode::unsupported, "this server's backend publishes no KV events");
+  }
 };
 
 // Adapts a Runtime (which must outlive the backend). A generation's on_done comes from

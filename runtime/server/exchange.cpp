@@ -75,6 +75,11 @@ bool Exchange::abandoned() const {
   return abandoned_;
 }
 
+std::size_t Exchange::pending_bytes() const {
+  std::lock_guard lock(mutex_);
+  return pending_.size();
+}
+
 Exchange::Taken Exchange::take() {
   std::lock_guard lock(mutex_);
   Taken t;

@@ -38,6 +38,9 @@ class Exchange {
   void on_abandon(std::function<void()> fn);
   void abandon();
   bool abandoned() const;
+  // Stream bytes sent but not yet taken by the connection (what a slow client has not
+  // read, beyond the one write in flight).
+  std::size_t pending_bytes() const;
 
   struct Taken {
     Mode mode = Mode::pending;

@@ -87,6 +87,9 @@ class RuntimeBackend final : public Backend {
 
   std::string run_json(const RunResult& result) const override { return to_json(result); }
   CacheStats cache_stats() const override { return runtime_.cache_stats(); }
+  Result<KvEventSubscription> subscribe_kv_events(std::function<void(const KvEvent&)> callback) override {
+    return runtime_.subscribe_kv_events(std::move(callback));
+  }
   std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const override {
     return runtime_.cache_tree(tenant, max_nodes);
   }
