@@ -34,7 +34,32 @@ using watch_atom = caf::atom_constant<caf::atom("nwatch")>;
 
 // The router's inbox: what the nodes send back (ReplyListener, the only handle a node
 // gets) plus the router's own request to watch a node.
-using InboxActor = ReplyListener::extend<caf::reacts_to<watch_atom, NodeActor, std::size_t>>;
+using InboxActor = ReplyListener::extend<caf::reacts_to<watch_atom, NodeActor, std::size_t>,
+                                        caf::reacts_to<node_kv_atom, std::uint64_t, std::string>>;
+
+// A node's KV event (kv_event_json text) as the index applies it; nullopt when the text
+// is not one (ignored: an index is a hint, and an event of a newer build may differ).
+struct IndexUpdate {
+  KvEvent::Kind kind = KvEvent::Kind::stored;
+  std::vector<std::uint64_t> keys;
+};
+std::optional<IndexUpdate> index_update(const std::string& text) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) return std::nullopt;
+  IndexUpdate u;
+  const std::string type = j["type"].get<std::string>();
+  if (type == "stored") u.kind = KvEvent::Kind::stored;
+  else if (type == "removed") u.kind = KvEvent::Kind::removed;
+  else if (type == "cleared") u.kind = KvEvent::Kind::cleared;
+  else return std::nullopt;
+  if (j.contains("keys") && j["keys"].is_array())
+    for (const auto& k : j["keys"]) {
+      auto key = k.is_string() ? page_key_from_text(k.get<std::string>()) : std::nullopt;
+      if (!key) return std::nullopt;
+      u.keys.push_back(*key);
+    }
+  return u;
+}
 
 // CAF checks the node's published interface against NodeActor on connect.
 Result<NodeActor> connect_node(caf::actor_system& system, const Endpoint& node) {
@@ -68,6 +93,13 @@ std::string file_model_name(const model::GgufFile& file, const std::string& path
   if (name && !name->empty()) return *name;
   return std::filesystem::path(path).stem().string();
 }
+
+// A node's index holds what its cache holds (its KV events remove what it evicts) plus
+// the prompts sent there whose events have not come yet; the bound, twice the node's
+// pool, only drops keys sent but never stored (a failed request). At the pool itself it
+// would drop keys the node still holds whenever a new prompt arrives before the
+// evictions it causes.
+std::size_t index_capacity(const NodeInfo& info) { return 2 * info.pages_total; }
 
 void add(TokenCounters& to, const TokenCounters& from) {
   to.lookups += from.lookups;
@@ -121,6 +153,7 @@ struct ClusterBackend::State {
     std::size_t inflight = 0;
     std::uint64_t routed[3] = {0, 0, 0};  // by RouteKind
     std::uint64_t matched_tokens = 0, retried_here = 0, rejoins = 0;
+    std::uint64_t kv_events = 0;  // KV events applied to `index`
     // Workflow runs: in flight here, sent here by RouteKind, sent here again after
     // their node went down.
     std::size_t runs = 0;
@@ -239,7 +272,7 @@ struct ClusterBackend::State {
         std::lock_guard relock(mu);
         auto& n = nodes[index];
         n.actor = *actor;
-        n.index = PrefixIndex(info->page_size, info->pages_total);
+        n.index = PrefixIndex(info->page_size, index_capacity(*info));
         n.up = true;
         ++n.rejoins;
         caf::anon_send(inbox, watch_atom::value, n.actor, index);
@@ -302,6 +335,22 @@ struct ClusterBackend::State {
       pending.erase(it);
     }
     if (done) done(outcome_from_wire(text));
+  }
+
+  // A node's KV event: stored pages are listed (as just used), removed ones dropped, a
+  // cleared event empties the index (whatever its tenant: the index does not keep
+  // tenants apart, only their keys). Ignored while the node is down.
+  void on_kv_event(std::uint64_t index, const std::string& text) {
+    auto update = index_update(text);
+    std::lock_guard lock(mu);
+    if (index >= nodes.size() || !nodes[index].up || !update) return;
+    auto& n = nodes[index];
+    ++n.kv_events;
+    switch (update->kind) {
+      case KvEvent::Kind::stored: n.index.insert_keys(update->keys); break;
+      case KvEvent::Kind::removed: n.index.remove_keys(update->keys); break;
+      case KvEvent::Kind::cleared: n.index.clear(); break;
+    }
   }
 
   void on_node_down(std::size_t index, const std::string& reason) {
@@ -514,7 +563,10 @@ InboxActor::behavior_type inbox_actor(InboxActor::stateful_pointer<InboxState> s
       [self](watch_atom, const NodeActor& node, std::size_t index) {
         self->state.nodes[node.address()] = index;
         self->monitor(node);
+        // The node's KV events keep its index true (evictions included).
+        self->send(node, node_kv_subscribe_atom::value, caf::actor_cast<KvListener>(self), std::uint64_t(index));
       },
+      [state](node_kv_atom, std::uint64_t index, const std::string& text) { state->on_kv_event(index, text); },
       [state](node_piece_atom, std::uint64_t id, const std::string& piece) { state->on_piece(id, piece); },
       [state](node_done_atom, std::uint64_t id, const std::string& text) { state->on_done(id, text); },
   };
@@ -616,7 +668,7 @@ Result<std::unique_ptr<ClusterBackend>> ClusterBackend::connect(ClusterOptions o
     } else {
       state->info.context_length = std::min(state->info.context_length, info->context_length);
     }
-    nodes.push_back(State::Node{at, *actor, PrefixIndex(info->page_size, info->pages_total)});
+    nodes.push_back(State::Node{at, *actor, PrefixIndex(info->page_size, index_capacity(*info))});
   }
   state->options = std::move(options);
   state->nodes = std::move(nodes);
@@ -838,6 +890,9 @@ std::string ClusterBackend::metrics_text() const {
   family("arbor_cluster_runs_retried_total", "counter",
          "Workflow runs sent again to the node after their node went down.",
          [&](auto n, auto l, auto i) { sample(n, l, double(views[i].runs_retried_here)); });
+  family("arbor_cluster_kv_events_total", "counter",
+         "KV events (pages stored, removed) from the node applied to the router's prefix index.",
+         [&](auto n, auto l, auto i) { sample(n, l, double(views[i].kv_events)); });
   auto from_node = [&](const char* name, const char* help, auto field) {
     family(name, "gauge", help, [&](auto n, auto l, auto i) {
       if (stats[i]) sample(n, l, field(*stats[i]));
@@ -901,6 +956,7 @@ std::vector<NodeView> ClusterBackend::nodes() const {
     v.runs_balance = n.runs_routed[1];
     v.runs_cold = n.runs_routed[2];
     v.runs_retried_here = n.runs_retried_here;
+    v.kv_events = n.kv_events;
   }
   return out;
 }

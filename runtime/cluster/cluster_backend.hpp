@@ -5,8 +5,11 @@
 //
 // Routing: the router tokenizes each prompt with the model's tokenizer and chat
 // template (runtime/chat_prompt.hpp: the ids the node's cache will see), matches them
-// against each node's PrefixIndex (fed by the prompts the router sent there) and
-// applies choose_node.
+// against each node's PrefixIndex and applies choose_node. The index is fed by the
+// prompts the router sends there (at once: the next request may come before the
+// node's events) and by the node's KV events (node_kv_subscribe_atom, sent when the
+// node is watched, again on rejoin): pages it stored and evicted, so an evicted prefix
+// stops attracting requests.
 //
 // Failure: each node actor is monitored. A node that goes down (killed, or its
 // connection dropped) is marked down, its index is cleared and it gets no further
@@ -85,6 +88,7 @@ struct NodeView {
   std::size_t runs = 0;
   std::uint64_t runs_prefix = 0, runs_balance = 0, runs_cold = 0;
   std::uint64_t runs_retried_here = 0;
+  std::uint64_t kv_events = 0;       // the node's KV events applied to its index
 };
 
 class ClusterBackend : public server::Backend {
@@ -111,7 +115,7 @@ class ClusterBackend : public server::Backend {
   std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const override;
   // Per node (label node="HOST:PORT"): arbor_cluster_node_up, _inflight, _indexed_pages,
   // arbor_cluster_routed_total{route="prefix|balance|cold"}, _matched_tokens_total,
-  // _retried_total, _rejoins_total; and from each up node (2 s at most):
+  // _retried_total, _rejoins_total, _kv_events_total; and from each up node (2 s at most):
   // arbor_cluster_node_pages_free, _pages_total, _queued_requests, _hit_ratio; workflow
   // runs: arbor_cluster_node_runs, arbor_cluster_runs_routed_total{route}, _runs_retried_total.
   std::string metrics_text() const override;

@@ -9,6 +9,8 @@
 //       node_gen_atom / node_cancel_atom): node_piece_atom, node_done_atom
 //   NodeActor -> the requester's RunListener (the router's run inbox, named in each
 //       node_run_atom / node_run_cancel_atom): node_run_event_atom, node_run_done_atom
+//   router -> NodeActor: node_kv_subscribe_atom (a KvListener and a tag); then
+//   NodeActor -> that KvListener: node_kv_atom per KV event of the node's runtime
 //
 // On the network: `caf::io::remote_actor<NodeActor>` compares the interface the node
 // published with this one and fails with sec::unexpected_actor_messaging_interface
@@ -26,6 +28,14 @@
 #include "runtime/cluster/wire.hpp"
 
 namespace arbor::cluster {
+
+using node_kv_subscribe_atom = caf::atom_constant<caf::atom("nkvsub")>;
+using node_kv_atom = caf::atom_constant<caf::atom("nkv")>;
+
+// Whoever follows a node's KV events (the router's inbox): (tag, the event as
+// kv_event_json text, arbor/runtime.hpp), in the order the node's cache made them;
+// `tag` is the one given at subscription (the router's index of the node).
+using KvListener = caf::typed_actor<caf::reacts_to<node_kv_atom, std::uint64_t, std::string>>;
 
 // The router's inbox as a node sees it: a streamed generation's pieces, then exactly
 // one outcome per generation (GenerateResult or Error JSON, wire.hpp).
@@ -50,6 +60,9 @@ using NodeActor = caf::typed_actor<
     // requester, never by a reply.
     caf::reacts_to<node_run_atom, std::uint64_t, std::string, RunListener>,
     // That run of that requester ends "cancelled".
-    caf::reacts_to<node_run_cancel_atom, std::uint64_t, RunListener>>;
+    caf::reacts_to<node_run_cancel_atom, std::uint64_t, RunListener>,
+    // From now on, every KV event of the node's runtime goes to the listener, until it
+    // goes down (monitored). Subscribing again changes the tag.
+    caf::reacts_to<node_kv_subscribe_atom, KvListener, std::uint64_t>>;
 
 }  // namespace arbor::cluster

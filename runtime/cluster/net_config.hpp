@@ -18,6 +18,7 @@ struct NetConfig : actors::ActorConfig {
     // would arrive as an empty message (and its interface name would be unportable).
     add_message_type<ReplyListener>("arbor.cluster.ReplyListener");
     add_message_type<RunListener>("arbor.cluster.RunListener");  // inside node_run_atom, node_run_cancel_atom
+    add_message_type<KvListener>("arbor.cluster.KvListener");  // inside node_kv_subscribe_atom
   }
 };
 

@@ -110,6 +110,25 @@ struct RunTable {
   }
 };
 
+// The KV event followers (routers) and the runtime subscription feeding them; the
+// callback runs on the runtime's cache thread, so the list has its own lock.
+struct KvForward {
+  std::mutex mu;
+  std::map<caf::actor_addr, std::pair<KvListener, std::uint64_t>> listeners;
+  KvEventSubscription subscription;  // the actor's thread only; last: reset first
+
+  void forward(const KvEvent& event) {
+    std::vector<std::pair<KvListener, std::uint64_t>> to;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [addr, l] : listeners) to.push_back(l);
+    }
+    if (to.empty()) return;
+    const std::string text = kv_event_json(event).dump();
+    for (const auto& [listener, tag] : to) caf::anon_send(listener, node_kv_atom::value, tag, text);
+  }
+};
+
 struct NodeState {
   Runtime* runtime = nullptr;
   std::string info;  // NodeInfo JSON, fixed at start
@@ -118,6 +137,7 @@ struct NodeState {
   std::map<caf::actor_addr, int> monitored;  // requesters watched for down messages
   std::map<std::uint64_t, caf::response_promise> questions;  // stats asked, by question id
   std::uint64_t next_question = 1;
+  std::shared_ptr<KvForward> kv = std::make_shared<KvForward>();
   std::unique_ptr<Asker> asker = std::make_unique<Asker>();  // last: joined first when the state goes
 };
 
@@ -209,6 +229,10 @@ NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const No
     self->state.info = info;
     self->set_down_handler([self](caf::down_msg& down) {
       self->state.monitored.erase(down.source);
+      {
+        std::lock_guard lock(self->state.kv->mu);
+        self->state.kv->listeners.erase(down.source);  // a dead router gets no more events
+      }
       self->state.asker->post([table = self->state.table, runs = self->state.runs, from = down.source] {
         table->cancel_where([&](const auto& key) { return key.first == from; });
         runs->cancel_where([&](const auto& key) { return key.first == from; });
@@ -238,6 +262,20 @@ NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const No
           if (self->state.monitored.emplace(reply_to.address(), 0).second) self->monitor(reply_to);
           self->state.asker->post([runtime = self->state.runtime, table = self->state.table, id, request, reply_to,
                                    pieces] { start(*runtime, table, id, request, reply_to, pieces); });
+        },
+        [self](node_kv_subscribe_atom, const KvListener& listener, std::uint64_t tag) {
+          if (!listener) return;
+          if (self->state.monitored.emplace(listener.address(), 0).second) self->monitor(listener);
+          auto& kv = *self->state.kv;
+          {
+            std::lock_guard lock(kv.mu);
+            kv.listeners.insert_or_assign(listener.address(), std::make_pair(listener, tag));
+          }
+          if (!kv.subscription)
+            kv.subscription = self->state.runtime->subscribe_kv_events(
+                [weak = std::weak_ptr<KvForward>(self->state.kv)](const KvEvent& e) {
+                  if (auto k = weak.lock()) k->forward(e);
+                });
         },
         [self](node_cancel_atom, std::uint64_t id, const ReplyListener& reply_to) {
           self->state.asker->post([table = self->state.table, key = std::make_pair(reply_to.address(), id)] {

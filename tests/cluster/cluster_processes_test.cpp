@@ -27,17 +27,18 @@ using server::test::request;
 using test::kArbor;
 using test::start_arbor;
 
-// Three nodes and a router; `config` (JSON text, may be empty) is the router's --config.
+// Three nodes and a router; `config` (JSON text, may be empty) is the router's --config;
+// `node_kv_mb` each node's KV pool (--kv-mem).
 struct Cluster {
   std::vector<std::unique_ptr<cli::ChildProcess>> nodes;
   std::unique_ptr<cli::ChildProcess> router;
   std::string config_path;
 
-  explicit Cluster(const std::string& config = "") {
+  explicit Cluster(const std::string& config = "", int node_kv_mb = 64) {
     std::string list;
     for (int i = 0; i < 3; ++i) {
       nodes.push_back(start_arbor(
-          {"node", "--listen", "127.0.0.1:0", "--model", ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "64"},
+          {"node", "--listen", "127.0.0.1:0", "--model", ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", std::to_string(node_kv_mb)},
           "listening on 127.0.0.1:"));
       if (!nodes.back()) return;  // not ready()
       list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(nodes.back()->port());
@@ -322,6 +323,56 @@ TEST_F(ClusterProcesses, ANodeKilledMidStreamEndsTheStreamWithAClearError) {
   EXPECT_NE(got.find("was not retried"), std::string::npos) << got;
   // The router goes on with the others.
   EXPECT_EQ(ask(cluster.router->port(), chat_request(document(5), "Which town?", 4)).status, 200);
+}
+
+// One per-node sample of the router's /metrics ("" labels: just node=), or -1.
+double node_metric(const std::string& body, const std::string& name, int node_port, const std::string& more = "") {
+  const std::string head = name + "{node=\"127.0.0.1:" + std::to_string(node_port) + "\"" + more + "} ";
+  const auto at = body.find(head);
+  return at == std::string::npos ? -1 : std::atof(body.c_str() + at + head.size());
+}
+
+// Nodes with small pools (28 pages of 16 tokens, under two documents): later documents
+// evict earlier ones. The nodes' KV events keep the router's index equal to each
+// node's cache, page for page, and a document resent after its pages were evicted is
+// matched by the router exactly as far as the node still holds it (insert-on-send
+// alone would still list every page).
+TEST_F(ClusterProcesses, KvEventsKeepTheRoutersIndexEqualToEachNodesCache) {
+  Cluster cluster("", 10);
+  ASSERT_TRUE(cluster.ready());
+  const int port = cluster.router->port();
+  ASSERT_EQ(cluster.stats(0).cache.pages_total, 28u);
+  for (int d = 0; d < 9; ++d) ASSERT_EQ(ask(port, chat_request(document(20 + d), "Which town?", 2)).status, 200);
+  // Bounded wait (events may arrive after the replies): index pages == cached pages.
+  auto settled = [&] {
+    const std::string body = request(port, "GET", "/metrics").body;
+    for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
+      std::size_t cached = 0;
+      for (const auto& [t, ts] : cluster.stats(i).cache.tenants) cached += ts.used_pages;
+      if (node_metric(body, "arbor_cluster_node_indexed_pages", cluster.nodes[i]->port()) != double(cached))
+        return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(eventually(settled, 60)) << request(port, "GET", "/metrics").body;
+  std::uint64_t evictions = 0;
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) evictions += cluster.stats(i).cache.evictions;
+  ASSERT_GT(evictions, 0u) << "the pools should have been too small for the documents";
+
+  // The first document was evicted (in part or whole) by the later ones on its node.
+  const std::string before = request(port, "GET", "/metrics").body;
+  const Answer again = ask(port, chat_request(document(20), "Which town?", 2));
+  ASSERT_EQ(again.status, 200);
+  const std::string after = request(port, "GET", "/metrics").body;
+  double matched = 0, kv_events = 0;
+  for (const auto& n : cluster.nodes) {
+    matched += node_metric(after, "arbor_cluster_matched_tokens_total", n->port()) -
+               node_metric(before, "arbor_cluster_matched_tokens_total", n->port());
+    kv_events += node_metric(after, "arbor_cluster_kv_events_total", n->port());
+  }
+  EXPECT_LT(again.cached_tokens, 300u) << "document 20 should have lost pages";
+  EXPECT_EQ(matched, double(again.cached_tokens)) << "the router's match is what the node really had";
+  EXPECT_GT(kv_events, 0);
 }
 
 }  // namespace

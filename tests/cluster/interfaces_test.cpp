@@ -31,12 +31,16 @@ static_assert(answers<NodeActor, void, node_gen_atom, u64, std::string, ReplyLis
 static_assert(answers<NodeActor, void, node_cancel_atom, u64, ReplyListener>);
 static_assert(answers<NodeActor, void, node_run_atom, u64, std::string, RunListener>);
 static_assert(answers<NodeActor, void, node_run_cancel_atom, u64, RunListener>);
-static_assert(caf::detail::tl_size<caf::signatures_of_t<NodeActor>>::value == 6);
+static_assert(caf::detail::tl_size<caf::signatures_of_t<NodeActor>>::value == 7);
 static_assert(!takes<NodeActor, node_run_atom, u64, std::string, ReplyListener>);  // a run's events need a RunListener
 static_assert(answers<RunListener, void, node_run_event_atom, u64, std::string>);
 static_assert(answers<RunListener, void, node_run_done_atom, u64, std::string>);
 static_assert(caf::detail::tl_size<caf::signatures_of_t<RunListener>>::value == 2);
 static_assert(!is_part_of<RunListener, NodeActor>);
+static_assert(answers<NodeActor, void, node_kv_subscribe_atom, KvListener, u64>);
+static_assert(!takes<NodeActor, node_kv_subscribe_atom, caf::actor, u64>);
+static_assert(answers<KvListener, void, node_kv_atom, u64, std::string>);
+static_assert(caf::detail::tl_size<caf::signatures_of_t<KvListener>>::value == 1);
 // The requester is a ReplyListener, not any actor; the node's own stats answer and
 // what it sends back are not part of its interface.
 static_assert(!takes<NodeActor, node_gen_atom, u64, std::string, caf::actor, bool>);
