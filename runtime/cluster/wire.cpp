@@ -1,5 +1,7 @@
 #include "runtime/cluster/wire.hpp"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 namespace arbor::cluster {
@@ -39,6 +41,21 @@ std::vector<ChatToolCall> calls_from(const Json& j) {
   std::vector<ChatToolCall> out;
   for (const auto& c : j) out.push_back({c.at("id"), c.at("name"), c.at("arguments")});
   return out;
+}
+
+// An outcome's error: {"error": {"code", "message"}}, the code as ErrorCode's number.
+std::string error_to_wire(const Error& e) {
+  return dump({{"error", {{"code", static_cast<int>(e.code)}, {"message", e.message}}}});
+}
+
+// The error of an outcome that has one, read back (a code this build does not know
+// becomes internal, its message kept); nullopt when the outcome succeeded.
+std::optional<Error> error_from(const Json& j) {
+  if (!j.contains("error")) return std::nullopt;
+  const auto& e = j.at("error");
+  const int code = e.at("code");
+  const auto known = code >= 0 && code <= static_cast<int>(ErrorCode::internal);
+  return Error{known ? static_cast<ErrorCode>(code) : ErrorCode::internal, e.at("message").get<std::string>()};
 }
 
 }  // namespace
@@ -93,8 +110,7 @@ Result<GenerateRequest> request_from_wire(const std::string& text) {
 }
 
 std::string to_wire(const Result<GenerateResult>& outcome) {
-  if (!outcome)
-    return dump({{"error", {{"code", static_cast<int>(outcome.error().code)}, {"message", outcome.error().message}}}});
+  if (!outcome) return error_to_wire(outcome.error());
   const auto& r = *outcome;
   Json j = {{"text", r.text},
             {"tokens", r.tokens},
@@ -115,13 +131,7 @@ Result<GenerateResult> outcome_from_wire(const std::string& text) {
   auto j = parse(text, "generation outcome");
   if (!j) return std::unexpected(j.error());
   return guarded("generation outcome", [&]() -> Result<GenerateResult> {
-    if (j->contains("error")) {
-      const auto& e = j->at("error");
-      const int code = e.at("code");
-      if (code < 0 || code > static_cast<int>(ErrorCode::internal))
-        return fail(ErrorCode::internal, e.at("message").get<std::string>());
-      return fail(static_cast<ErrorCode>(code), e.at("message").get<std::string>());
-    }
+    if (auto error = error_from(*j)) return std::unexpected(std::move(*error));
     const auto& x = j->at("result");
     GenerateResult r;
     r.text = x.at("text");
@@ -328,8 +338,7 @@ Result<Event> event_from_wire(const std::string& text) {
 }
 
 std::string to_wire(const Result<RunOutcome>& outcome) {
-  if (!outcome)
-    return dump({{"error", {{"code", static_cast<int>(outcome.error().code)}, {"message", outcome.error().message}}}});
+  if (!outcome) return error_to_wire(outcome.error());
   return dump({{"result", run_json_full(outcome->result)}, {"event", event_json_full(outcome->finished)}});
 }
 
@@ -337,13 +346,7 @@ Result<RunOutcome> run_outcome_from_wire(const std::string& text) {
   auto j = parse(text, "run outcome");
   if (!j) return std::unexpected(j.error());
   return guarded("run outcome", [&]() -> Result<RunOutcome> {
-    if (j->contains("error")) {
-      const auto& e = j->at("error");
-      const int code = e.at("code");
-      if (code < 0 || code > static_cast<int>(ErrorCode::internal))
-        return fail(ErrorCode::internal, e.at("message").get<std::string>());
-      return fail(static_cast<ErrorCode>(code), e.at("message").get<std::string>());
-    }
+    if (auto error = error_from(*j)) return std::unexpected(std::move(*error));
     auto result = run_from(j->at("result"));
     if (!result) return std::unexpected(result.error());
     auto event = event_from(j->at("event"));

@@ -27,48 +27,7 @@ using server::test::request;
 using test::kArbor;
 using test::start_arbor;
 
-// Three nodes and a router; `config` (JSON text, may be empty) is the router's --config;
-// `node_kv_mb` each node's KV pool (--kv-mem).
-struct Cluster {
-  std::vector<std::unique_ptr<cli::ChildProcess>> nodes;
-  std::unique_ptr<cli::ChildProcess> router;
-  std::string config_path;
-
-  explicit Cluster(const std::string& config = "", int node_kv_mb = 64) {
-    std::string list;
-    for (int i = 0; i < 3; ++i) {
-      nodes.push_back(start_arbor(
-          {"node", "--listen", "127.0.0.1:0", "--model", ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", std::to_string(node_kv_mb)},
-          "listening on 127.0.0.1:"));
-      if (!nodes.back()) return;  // not ready()
-      list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(nodes.back()->port());
-    }
-    std::vector<std::string> args = {"serve", "--port", "0", "--nodes", list, "--model", ARBOR_DEFAULT_MODEL};
-    if (!config.empty()) {
-      config_path = std::string(ARBOR_BINARY_DIR) + "/cluster_test_" + std::to_string(getpid()) + ".json";
-      std::ofstream(config_path) << config;
-      args.push_back("--config");
-      args.push_back(config_path);
-    }
-    router = start_arbor(args, "http://127.0.0.1:");
-  }
-  ~Cluster() {
-    router.reset();
-    nodes.clear();
-    if (!config_path.empty()) std::filesystem::remove(config_path);
-  }
-  bool ready() const {
-    for (const auto& n : nodes)
-      if (!n) return false;
-    return router != nullptr;
-  }
-  Endpoint node(std::size_t i) const { return {"127.0.0.1", static_cast<std::uint16_t>(nodes[i]->port())}; }
-  NodeStats stats(std::size_t i) const {
-    auto s = query_node_stats(node(i));
-    EXPECT_TRUE(s) << s.error().describe();
-    return s ? *s : NodeStats{};
-  }
-};
+using test::Cluster;
 
 // A document of ~300 tokens whose first words already differ from every other's.
 std::string document(int n) {

@@ -34,46 +34,12 @@ constexpr const char* kAdmin = "key-admin-001";
 
 // Three nodes and a router whose workflow_dir is the examples' folder (the nodes get
 // the prefix files' bytes from the router) and whose keys are alice's and bob's.
-struct Cluster {
-  std::vector<std::unique_ptr<cli::ChildProcess>> nodes;
-  std::unique_ptr<cli::ChildProcess> router;
-  std::string config_path;
-
-  Cluster() {
-    std::string list;
-    for (int i = 0; i < 3; ++i) {
-      nodes.push_back(start_arbor(
-          {"node", "--listen", "127.0.0.1:0", "--model", ARBOR_DEFAULT_MODEL, "--threads", "2", "--kv-mem", "64"},
-          "listening on 127.0.0.1:"));
-      if (!nodes.back()) return;  // not ready()
-      list += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(nodes.back()->port());
-    }
-    const nlohmann::json config = {{"admin_key", kAdmin},
-                                   {"keys", {{kAlice, "alice"}, {kBob, "bob"}}},
-                                   {"workflow_dir", arbor::testing::kExamples}};
-    config_path = std::string(ARBOR_BINARY_DIR) + "/cluster_runs_test_" + std::to_string(getpid()) + ".json";
-    std::ofstream(config_path) << config.dump();
-    router =
-        start_arbor({"serve", "--port", "0", "--nodes", list, "--model", ARBOR_DEFAULT_MODEL, "--config", config_path},
-                    "http://127.0.0.1:");
-  }
-  ~Cluster() {
-    router.reset();
-    nodes.clear();
-    if (!config_path.empty()) std::filesystem::remove(config_path);
-  }
-  bool ready() const {
-    for (const auto& n : nodes)
-      if (!n) return false;
-    return router != nullptr;
-  }
-  int port() const { return router->port(); }
-  std::string endpoint(std::size_t i) const { return "127.0.0.1:" + std::to_string(nodes[i]->port()); }
-  NodeStats stats(std::size_t i) const {
-    auto s = query_node_stats({"127.0.0.1", static_cast<std::uint16_t>(nodes[i]->port())});
-    EXPECT_TRUE(s) << s.error().describe();
-    return s ? *s : NodeStats{};
-  }
+struct Cluster : test::Cluster {
+  Cluster()
+      : test::Cluster(nlohmann::json{{"admin_key", kAdmin},
+                                     {"keys", {{kAlice, "alice"}, {kBob, "bob"}}},
+                                     {"workflow_dir", arbor::testing::kExamples}}
+                          .dump()) {}
   // The nodes whose runtime has served prompt tokens of `tenant`.
   std::vector<std::size_t> serving(const std::string& tenant) const {
     std::vector<std::size_t> out;
