@@ -22,6 +22,7 @@
 #include "arbor/runtime.hpp"
 #include "model/chat_template.hpp"
 #include "model/model.hpp"
+#include "runtime/kv_event_hub.hpp"
 #include "workflows/plan.hpp"
 #include "workflows/tools.hpp"
 
@@ -88,27 +89,6 @@ actors::TokenListener::behavior_type generation_actor(actors::TokenListener::poi
                                                       std::shared_ptr<GenerationHandle::State> state,
                                                       std::shared_ptr<const model::Model> model,
                                                       std::optional<GenerationTools> tools);
-
-// Delivers the cache's KV events to Runtime::subscribe_kv_events subscribers
-// (runtime/kv_events.cpp). publish runs on the cache actor's thread only.
-struct KvEventHub {
-  std::mutex mu;  // guards subs (never held while a callback runs)
-  std::vector<std::shared_ptr<KvEventSubscription::State>> subs;
-  std::uint64_t next_sequence = 1;  // the cache actor's thread only
-  std::atomic<std::thread::id> dispatching{};  // the thread calling callbacks (the cache actor's)
-
-  void publish(KvEvent event);
-};
-
-struct KvEventSubscription::State {
-  std::weak_ptr<KvEventHub> hub;
-  std::function<void(const KvEvent&)> callback;
-  std::mutex call_mu;  // held while the callback runs
-  std::atomic<bool> active{true};
-
-  void deliver(const KvEvent& event);
-  void cancel();
-};
 
 struct Runtime::Impl {
   RuntimeConfig config;

@@ -1,0 +1,39 @@
+// The KV event hub behind Runtime::subscribe_kv_events and its subscriptions' state:
+// what a subscription needs without the rest of the runtime (the server, which holds
+// subscriptions, is also built without it: fuzz/).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "arbor/runtime.hpp"
+
+namespace arbor {
+
+// Delivers the cache's KV events to Runtime::subscribe_kv_events subscribers
+// (runtime/kv_event_hub.cpp). publish runs on the cache actor's thread only.
+struct KvEventHub {
+  std::mutex mu;  // guards subs (never held while a callback runs)
+  std::vector<std::shared_ptr<KvEventSubscription::State>> subs;
+  std::uint64_t next_sequence = 1;  // the cache actor's thread only
+  std::atomic<std::thread::id> dispatching{};  // the thread calling callbacks (the cache actor's)
+
+  void publish(KvEvent event);
+};
+
+struct KvEventSubscription::State {
+  std::weak_ptr<KvEventHub> hub;
+  std::function<void(const KvEvent&)> callback;
+  std::mutex call_mu;  // held while the callback runs
+  std::atomic<bool> active{true};
+
+  void deliver(const KvEvent& event);
+  void cancel();
+};
+
+}  // namespace arbor
