@@ -14,7 +14,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/arbor DESTINATION ${CMAK
 install(FILES ${PROJECT_SOURCE_DIR}/common/result.hpp ${PROJECT_SOURCE_DIR}/common/document_access.hpp
   ${PROJECT_SOURCE_DIR}/common/cache_stats.hpp
   ${PROJECT_SOURCE_DIR}/common/sampling_settings.hpp ${PROJECT_SOURCE_DIR}/common/status.hpp
-  ${PROJECT_SOURCE_DIR}/common/token_usage.hpp
+  ${PROJECT_SOURCE_DIR}/common/token_usage.hpp ${PROJECT_SOURCE_DIR}/common/kv_event.hpp
   ${PROJECT_SOURCE_DIR}/common/enum_names.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/common)
 install(EXPORT arborTargets NAMESPACE arbor:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/arbor)
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/ArborDeps.cmake
