@@ -80,9 +80,14 @@ void Api::kv_events(const ExchangePtr& ex, const Principal& p) {
   }
   ex->send(": arbor kv events\n\n");  // a comment: the stream is live
   ex->on_abandon([stream] {
-    std::lock_guard lock(stream->mu);
-    stream->ended = true;
-    stream->subscription.reset();
+    KvEventSubscription gone;
+    {
+      std::lock_guard lock(stream->mu);
+      stream->ended = true;
+      gone = std::move(stream->subscription);
+    }
+    // Unsubscribed here, outside mu: reset() waits for a running callback, which may be
+    // in end() waiting for mu.
   });
   {
     std::lock_guard lock(kv_streams_mutex_);
