@@ -11,6 +11,7 @@
 // the stream's last event is {"type": "cleared", "tenant": "", "reason": ...}: forget
 // every page this stream told you about, then reconnect. The same last event ends the
 // stream when the server stops.
+#include <atomic>
 #include <memory>
 
 #include "runtime/server/api.hpp"
@@ -26,7 +27,7 @@ struct Api::KvStream {
   std::mutex mu;
   KvEventSubscription subscription;  // under mu
   bool ended = false;                // under mu
-  std::uint64_t last_sequence = 0;   // the cache thread's (the callback's) only
+  std::atomic<std::uint64_t> last_sequence{0};  // set by the callback; read by end() on any thread
 
   // Writes the final cleared event and unsubscribes; once.
   void end(const std::string& reason) {
@@ -38,7 +39,7 @@ struct Api::KvStream {
       gone = std::move(subscription);
     }
     KvEvent cleared{.kind = KvEvent::Kind::cleared};
-    cleared.sequence = last_sequence;
+    cleared.sequence = last_sequence.load();
     auto j = kv_event_json(cleared);
     j["reason"] = reason;
     ex->send("data: " + j.dump() + "\n\n");
