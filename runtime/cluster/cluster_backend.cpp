@@ -151,13 +151,13 @@ struct ClusterBackend::State {
     PrefixIndex index;
     bool up = true;
     std::size_t inflight = 0;
-    std::uint64_t routed[3] = {0, 0, 0};  // by RouteKind
+    RouteCounts routed{};
     std::uint64_t matched_tokens = 0, retried_here = 0, rejoins = 0;
     std::uint64_t kv_events = 0;  // KV events applied to `index`
     // Workflow runs: in flight here, sent here by RouteKind, sent here again after
     // their node went down.
     std::size_t runs = 0;
-    std::uint64_t runs_routed[3] = {0, 0, 0};
+    RouteCounts runs_routed{};
     std::uint64_t runs_retried_here = 0;
   };
   // A workflow run the router has started: all its agents run on one node.
@@ -302,7 +302,7 @@ struct ClusterBackend::State {
     if (!choice) return false;
     auto& n = nodes[choice->node];
     ++n.inflight;
-    ++n.routed[static_cast<int>(choice->kind)];
+    ++n.routed[choice->kind];
     n.matched_tokens += choice->matched_tokens;
     if (p.attempts > 0) ++n.retried_here;
     n.index.insert(p.tenant, p.prompt);
@@ -401,7 +401,7 @@ struct ClusterBackend::State {
     if (!choice) return false;
     auto& n = nodes[choice->node];
     ++n.runs;
-    ++n.runs_routed[static_cast<int>(choice->kind)];
+    ++n.runs_routed[choice->kind];
     if (run->attempts > 0) ++n.runs_retried_here;
     for (const auto& ids : run->prefixes) n.index.insert(run->tenant, ids);
     run->node = choice->node;
@@ -856,6 +856,10 @@ std::string ClusterBackend::metrics_text() const {
     std::snprintf(num, sizeof num, "%.17g", v);
     out += name + "{" + labels + "} " + num + "\n";
   };
+  auto by_route = [&](const std::string& name, const std::string& labels, const RouteCounts& counts) {
+    for (RouteKind kind : kRouteKinds)
+      sample(name, labels + ",route=\"" + to_string(kind) + "\"", double(counts[kind]));
+  };
   family("arbor_cluster_node_up", "gauge", "1 while the router reaches the node, 0 while it is down.",
          [&](auto n, auto l, auto i) { sample(n, l, views[i].up); });
   family("arbor_cluster_node_inflight", "gauge", "Requests the router has in flight on the node.",
@@ -865,11 +869,7 @@ std::string ClusterBackend::metrics_text() const {
   family("arbor_cluster_routed_total", "counter",
          "Requests sent to the node, by routing decision (prefix: longest cached prefix; balance: the prefix "
          "holder was overloaded; cold: no prefix anywhere).",
-         [&](auto n, auto l, auto i) {
-           sample(n, l + ",route=\"prefix\"", double(views[i].routed_prefix));
-           sample(n, l + ",route=\"balance\"", double(views[i].routed_balance));
-           sample(n, l + ",route=\"cold\"", double(views[i].routed_cold));
-         });
+         [&](auto n, auto l, auto i) { by_route(n, l, views[i].routed); });
   family("arbor_cluster_matched_tokens_total", "counter",
          "Prompt tokens the router's index matched on the node when it sent requests there.",
          [&](auto n, auto l, auto i) { sample(n, l, double(views[i].matched_tokens)); });
@@ -882,11 +882,7 @@ std::string ClusterBackend::metrics_text() const {
   family("arbor_cluster_runs_routed_total", "counter",
          "Workflow runs sent to the node (all of a run's agents run there), by routing decision on the run's "
          "shared prefixes (prefix, balance, cold: as arbor_cluster_routed_total).",
-         [&](auto n, auto l, auto i) {
-           sample(n, l + ",route=\"prefix\"", double(views[i].runs_prefix));
-           sample(n, l + ",route=\"balance\"", double(views[i].runs_balance));
-           sample(n, l + ",route=\"cold\"", double(views[i].runs_cold));
-         });
+         [&](auto n, auto l, auto i) { by_route(n, l, views[i].runs_routed); });
   family("arbor_cluster_runs_retried_total", "counter",
          "Workflow runs sent again to the node after their node went down.",
          [&](auto n, auto l, auto i) { sample(n, l, double(views[i].runs_retried_here)); });
@@ -909,6 +905,16 @@ std::string ClusterBackend::metrics_text() const {
   return out;
 }
 
+namespace {
+
+nlohmann::ordered_json route_counts_json(const RouteCounts& counts) {
+  nlohmann::ordered_json o;
+  for (RouteKind kind : kRouteKinds) o[to_string(kind)] = counts[kind];
+  return o;
+}
+
+}  // namespace
+
 std::string ClusterBackend::nodes_json() const {
   const auto views = nodes();
   const auto stats = ask_node_stats();
@@ -920,12 +926,12 @@ std::string ClusterBackend::nodes_json() const {
     o["up"] = v.up;
     o["inflight"] = v.inflight;
     o["indexed_pages"] = v.indexed_pages;
-    o["routed"] = {{"prefix", v.routed_prefix}, {"balance", v.routed_balance}, {"cold", v.routed_cold}};
+    o["routed"] = route_counts_json(v.routed);
     o["matched_tokens"] = v.matched_tokens;
     o["retried"] = v.retried_here;
     o["rejoins"] = v.rejoins;
     o["runs"] = v.runs;
-    o["runs_routed"] = {{"prefix", v.runs_prefix}, {"balance", v.runs_balance}, {"cold", v.runs_cold}};
+    o["runs_routed"] = route_counts_json(v.runs_routed);
     o["runs_retried"] = v.runs_retried_here;
     // The node's own figures; null while it is down or does not answer.
     o["pages_total"] = nullptr;
@@ -948,13 +954,11 @@ std::vector<NodeView> ClusterBackend::nodes() const {
   std::lock_guard lock(state_->mu);
   std::vector<NodeView> out;
   for (const auto& n : state_->nodes) {
-    out.push_back({n.endpoint.text(), n.up, n.inflight, n.index.num_pages(), n.routed[0], n.routed[1], n.routed[2],
-                   n.matched_tokens, n.retried_here, n.rejoins});
+    out.push_back({n.endpoint.text(), n.up, n.inflight, n.index.num_pages(), n.routed, n.matched_tokens,
+                   n.retried_here, n.rejoins});
     auto& v = out.back();
     v.runs = n.runs;
-    v.runs_prefix = n.runs_routed[0];
-    v.runs_balance = n.runs_routed[1];
-    v.runs_cold = n.runs_routed[2];
+    v.runs_routed = n.runs_routed;
     v.runs_retried_here = n.runs_retried_here;
     v.kv_events = n.kv_events;
   }

@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "runtime/cluster/route_policy.hpp"
 #include "runtime/cluster/wire.hpp"
 #include "runtime/server/backend.hpp"
 
@@ -80,13 +81,13 @@ struct NodeView {
   bool up = true;
   std::size_t inflight = 0;
   std::size_t indexed_pages = 0;
-  std::uint64_t routed_prefix = 0, routed_balance = 0, routed_cold = 0;  // requests sent, by RouteKind
+  RouteCounts routed{};  // requests sent here
   std::uint64_t matched_tokens = 0;  // the index's matched tokens summed over requests sent here
   std::uint64_t retried_here = 0;    // requests re-sent here after their node went down
   std::uint64_t rejoins = 0;         // times it came back after being down
   // Workflow runs: in flight, sent here by RouteKind, sent here again after their node went down.
   std::size_t runs = 0;
-  std::uint64_t runs_prefix = 0, runs_balance = 0, runs_cold = 0;
+  RouteCounts runs_routed{};
   std::uint64_t runs_retried_here = 0;
   std::uint64_t kv_events = 0;       // the node's KV events applied to its index
 };

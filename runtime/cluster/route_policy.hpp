@@ -24,6 +24,7 @@
 // Not thread-safe: the caller (ClusterBackend) holds its lock.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -69,7 +70,15 @@ struct NodeLoad {
 };
 
 enum class RouteKind { prefix, balance, cold };
+inline constexpr std::array<RouteKind, 3> kRouteKinds = {RouteKind::prefix, RouteKind::balance, RouteKind::cold};
 const char* to_string(RouteKind kind);
+
+// A count per RouteKind (requests or runs a node was sent, by decision).
+struct RouteCounts {
+  std::array<std::uint64_t, kRouteKinds.size()> by_kind{};
+  std::uint64_t& operator[](RouteKind kind) { return by_kind[static_cast<std::size_t>(kind)]; }
+  std::uint64_t operator[](RouteKind kind) const { return by_kind[static_cast<std::size_t>(kind)]; }
+};
 
 struct RouteChoice {
   std::size_t node = 0;
