@@ -2,7 +2,7 @@
 // (actors::SeqResult, GenerateResult), an agent's turns summed (actors::AgentReport,
 // AgentResult), a tenant's or the whole cache's since start (the server's TenantFigures,
 // CacheStats). Each of those derives from TokenUsage, so the counts are read as
-// `r.prompt_tokens` everywhere, added with `+=` and written with the to_json below. The
+// `r.prompt_tokens` everywhere, added with `+=`, written with the to_json below and read with its from_json. The
 // JSON names are the member names, in this order.
 #pragma once
 
@@ -43,6 +43,16 @@ void to_json(Json& j, const T& u) {
   j["cached_tokens"] = u.cached_tokens;
   j["computed_tokens"] = u.computed_tokens;
   j["generated_tokens"] = u.generated_tokens;
+}
+
+// The counts back from a document to_json wrote (or one that holds its four keys among
+// others); a missing key throws Json's out_of_range, as at() does.
+template <class Json, std::same_as<TokenUsage> T>
+void from_json(const Json& j, T& u) {
+  u.prompt_tokens = j.at("prompt_tokens");
+  u.cached_tokens = j.at("cached_tokens");
+  u.computed_tokens = j.at("computed_tokens");
+  u.generated_tokens = j.at("generated_tokens");
 }
 
 }  // namespace arbor

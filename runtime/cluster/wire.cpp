@@ -114,15 +114,12 @@ std::string to_wire(const Result<GenerateResult>& outcome) {
   const auto& r = *outcome;
   Json j = {{"text", r.text},
             {"tokens", r.tokens},
-            {"prompt_tokens", r.prompt_tokens},
-            {"cached_tokens", r.cached_tokens},
-            {"computed_tokens", r.computed_tokens},
-            {"generated_tokens", r.generated_tokens},
             {"ttft_ms", r.ttft_ms},
             {"prefill_ms", r.prefill_ms},
             {"decode_ms", r.decode_ms},
             {"finish_reason", r.finish_reason},
             {"tool_calls", calls_json(r.tool_calls)}};
+  to_json(j, r.usage());
   if (r.json) j["json"] = r.json->dump();  // text: keeps the key order of the ordered_json
   return dump({{"result", std::move(j)}});
 }
@@ -136,10 +133,7 @@ Result<GenerateResult> outcome_from_wire(const std::string& text) {
     GenerateResult r;
     r.text = x.at("text");
     r.tokens = x.at("tokens").get<std::vector<std::int32_t>>();
-    r.prompt_tokens = x.at("prompt_tokens");
-    r.cached_tokens = x.at("cached_tokens");
-    r.computed_tokens = x.at("computed_tokens");
-    r.generated_tokens = x.at("generated_tokens");
+    from_json(x, r.usage());
     r.ttft_ms = x.at("ttft_ms");
     r.prefill_ms = x.at("prefill_ms");
     r.decode_ms = x.at("decode_ms");
@@ -262,10 +256,6 @@ Json run_json_full(const RunResult& r) {
               {"parent", a.parent},
               {"status", a.status},
               {"output", a.output},
-              {"prompt_tokens", a.prompt_tokens},
-              {"cached_tokens", a.cached_tokens},
-              {"computed_tokens", a.computed_tokens},
-              {"generated_tokens", a.generated_tokens},
               {"attempts", a.attempts},
               {"ttft_ms", a.ttft_ms},
               {"duration_ms", a.duration_ms},
@@ -275,6 +265,7 @@ Json run_json_full(const RunResult& r) {
               {"tool_ms", a.tool_ms},
               {"tool_recomputed_tokens", a.tool_recomputed_tokens},
               {"tool_trace", std::move(trace)}};
+    to_json(x, a.usage());
     if (a.json) x["json"] = a.json->dump();  // text: keeps the key order of the ordered_json
     agents.push_back(std::move(x));
   }
@@ -302,10 +293,7 @@ Result<RunResult> run_from(const Json& j) {
     if (!s) return bad(s.error());
     a.status = *s;
     a.output = x.at("output");
-    a.prompt_tokens = x.at("prompt_tokens");
-    a.cached_tokens = x.at("cached_tokens");
-    a.computed_tokens = x.at("computed_tokens");
-    a.generated_tokens = x.at("generated_tokens");
+    from_json(x, a.usage());
     a.attempts = x.at("attempts");
     a.ttft_ms = x.at("ttft_ms");
     a.duration_ms = x.at("duration_ms");

@@ -51,6 +51,22 @@ TEST(TokenUsage, JsonNamesAndOrder) {
             R"({"cached_tokens":3,"computed_tokens":2,"generated_tokens":9,"prompt_tokens":5,"warmup_tokens":1})");
 }
 
+// Read back into the counts of a larger struct, from a document holding other keys too
+// (the cluster wire's agent results); a missing count is an error, not a zero.
+TEST(TokenUsage, JsonReadsBackIntoADerivedStruct) {
+  nlohmann::json j = TokenUsage{5, 3, 2, 9};
+  j["other"] = 1;
+  WithUsage w;
+  from_json(j, w.usage());
+  EXPECT_EQ(w.prompt_tokens, 5u);
+  EXPECT_EQ(w.cached_tokens, 3u);
+  EXPECT_EQ(w.computed_tokens, 2u);
+  EXPECT_EQ(w.generated_tokens, 9u);
+  EXPECT_EQ(w.other, 7);
+  j.erase("computed_tokens");
+  EXPECT_THROW(from_json(j, w.usage()), nlohmann::json::out_of_range);
+}
+
 // CacheStats is a TokenUsage: its document still names the counts at its top level.
 TEST(TokenUsage, CacheStatsCarriesItsCounts) {
   CacheStats s;
