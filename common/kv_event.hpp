@@ -2,7 +2,8 @@
 // of vLLM's KV events). Defined once for every layer: the cache emits them
 // (cache::PrefixCache::set_kv_event_listener), the runtime numbers and delivers them
 // (Runtime::subscribe_kv_events), the server streams them (GET /v1/kv_events) and an
-// `arbor node` forwards them to its router (runtime/cluster).
+// `arbor node` forwards them to its router (runtime/cluster), which streams every
+// node's events, each naming its node.
 //
 // Keys are page keys (cache/page_key.hpp): a chain hash of the tenant and every token
 // up to the end of the page, so a key names a whole prefix and two tenants never share
@@ -33,6 +34,10 @@ struct KvEvent {
   std::vector<std::int32_t> tokens = {};  // stored: the pages' token ids (keys.size() * page_size)
   std::size_t page_size = 0;            // tokens per page
   std::uint64_t sequence = 0;           // set by the runtime: 1, 2, 3, ... per Runtime, no gaps
+  // On a cluster router's stream: the node ("host:port") whose cache made the event (a
+  // cleared event with this node and tenant "": the router lost the node, forget its
+  // pages). Empty from a single runtime.
+  std::string node = {};
 };
 
 inline const char* to_string(KvEvent::Kind kind) {

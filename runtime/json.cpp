@@ -80,7 +80,56 @@ nlohmann::ordered_json kv_event_json(const KvEvent& e) {
     j["parent"] = e.parent ? nlohmann::ordered_json(page_key_text(*e.parent)) : nlohmann::ordered_json(nullptr);
     j["tokens"] = e.tokens;
   }
+  if (!e.node.empty()) j["node"] = e.node;
   return j;
+}
+
+Result<KvEvent> kv_event_from_json(const nlohmann::json& j) {
+  auto bad = [](const std::string& what) -> Result<KvEvent> {
+    return fail(ErrorCode::corrupt_data, "KV event: " + what + " (kv_event_json in arbor/runtime.hpp is the format)");
+  };
+  if (!j.is_object()) return bad("not a JSON object");
+  auto text = [&](const char* key) -> std::optional<std::string> {
+    return j.contains(key) && j[key].is_string() ? std::optional(j[key].get<std::string>()) : std::nullopt;
+  };
+  auto count = [&](const char* key) -> std::optional<std::uint64_t> {
+    return j.contains(key) && j[key].is_number_unsigned() ? std::optional(j[key].get<std::uint64_t>()) : std::nullopt;
+  };
+  KvEvent e;
+  const auto type = text("type");
+  if (type == "stored") e.kind = KvEvent::Kind::stored;
+  else if (type == "removed") e.kind = KvEvent::Kind::removed;
+  else if (type == "cleared") e.kind = KvEvent::Kind::cleared;
+  else return bad("\"type\" is not stored, removed or cleared");
+  const auto tenant = text("tenant");
+  const auto seq = count("seq");
+  const auto page_size = count("page_size");
+  if (!tenant || !seq || !page_size) return bad("\"tenant\", \"seq\" and \"page_size\" are required");
+  e.tenant = *tenant;
+  e.sequence = *seq;
+  e.page_size = std::size_t(*page_size);
+  if (!j.contains("keys") || !j["keys"].is_array()) return bad("\"keys\" is not an array");
+  for (const auto& k : j["keys"]) {
+    auto key = k.is_string() ? page_key_from_text(k.get<std::string>()) : std::nullopt;
+    if (!key) return bad("a key is not 16 hex digits");
+    e.keys.push_back(*key);
+  }
+  if (e.kind == KvEvent::Kind::stored) {
+    if (!j.contains("parent") || !j.contains("tokens") || !j["tokens"].is_array())
+      return bad("a stored event needs \"parent\" and \"tokens\"");
+    if (!j["parent"].is_null()) {
+      auto parent = j["parent"].is_string() ? page_key_from_text(j["parent"].get<std::string>()) : std::nullopt;
+      if (!parent) return bad("\"parent\" is neither null nor 16 hex digits");
+      e.parent = *parent;
+    }
+    for (const auto& t : j["tokens"]) {
+      if (!t.is_number_integer()) return bad("a token id is not an integer");
+      e.tokens.push_back(t.get<std::int32_t>());
+    }
+    if (e.tokens.size() != e.keys.size() * e.page_size) return bad("\"tokens\" is not keys x page_size ids");
+  }
+  if (auto node = text("node")) e.node = *node;
+  return e;
 }
 
 std::string to_json(const RunResult& r) {

@@ -18,6 +18,17 @@ void KvEventHub::publish(KvEvent event) {
   for (const auto& s : now) s->deliver(event);  // no hub lock held: callbacks may (un)subscribe
 }
 
+KvEventSubscription subscribe(const std::shared_ptr<KvEventHub>& hub, std::function<void(const KvEvent&)> callback) {
+  auto state = std::make_shared<KvEventSubscription::State>();
+  state->hub = hub;
+  state->callback = std::move(callback);
+  {
+    std::lock_guard lock(hub->mu);
+    hub->subs.push_back(state);
+  }
+  return KvEventSubscription(std::move(state));
+}
+
 void KvEventSubscription::State::deliver(const KvEvent& event) {
   std::lock_guard lock(call_mu);
   if (active.load()) callback(event);

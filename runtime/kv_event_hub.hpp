@@ -16,15 +16,20 @@
 namespace arbor {
 
 // Delivers the cache's KV events to Runtime::subscribe_kv_events subscribers
-// (runtime/kv_event_hub.cpp). publish runs on the cache actor's thread only.
+// (runtime/kv_event_hub.cpp). publish runs on one thread at a time, in order: the cache
+// actor's (a runtime's hub), or a cluster router's inbox actor (its nodes' events).
 struct KvEventHub {
   std::mutex mu;  // guards subs (never held while a callback runs)
   std::vector<std::shared_ptr<KvEventSubscription::State>> subs;
-  std::uint64_t next_sequence = 1;  // the cache actor's thread only
+  std::uint64_t next_sequence = 1;  // the publishing thread only
   std::atomic<std::thread::id> dispatching{};  // the thread calling callbacks (the cache actor's)
 
   void publish(KvEvent event);
 };
+
+// A subscription to `hub` (Runtime::subscribe_kv_events, a cluster router's
+// ClusterBackend::subscribe_kv_events).
+KvEventSubscription subscribe(const std::shared_ptr<KvEventHub>& hub, std::function<void(const KvEvent&)> callback);
 
 struct KvEventSubscription::State {
   std::weak_ptr<KvEventHub> hub;

@@ -5,14 +5,7 @@
 namespace arbor {
 
 KvEventSubscription Runtime::subscribe_kv_events(std::function<void(const KvEvent&)> callback) {
-  auto state = std::make_shared<KvEventSubscription::State>();
-  state->hub = impl_->kv_events;
-  state->callback = std::move(callback);
-  {
-    std::lock_guard lock(impl_->kv_events->mu);
-    impl_->kv_events->subs.push_back(state);
-  }
-  return KvEventSubscription(std::move(state));
+  return subscribe(impl_->kv_events, std::move(callback));
 }
 
 }  // namespace arbor

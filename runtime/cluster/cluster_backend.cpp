@@ -21,6 +21,7 @@
 #include "model/tokenizer.hpp"
 #include "runtime/chat_prompt.hpp"
 #include "runtime/cluster/net_config.hpp"
+#include "runtime/kv_event_hub.hpp"
 #include "runtime/cluster/route_policy.hpp"
 #include "workflows/documents.hpp"
 #include "workflows/parser.hpp"
@@ -36,30 +37,6 @@ using watch_atom = caf::atom_constant<caf::atom("nwatch")>;
 // gets) plus the router's own request to watch a node.
 using InboxActor = ReplyListener::extend<caf::reacts_to<watch_atom, NodeActor, std::size_t>,
                                         caf::reacts_to<node_kv_atom, std::uint64_t, std::string>>;
-
-// A node's KV event (kv_event_json text) as the index applies it; nullopt when the text
-// is not one (ignored: an index is a hint, and an event of a newer build may differ).
-struct IndexUpdate {
-  KvEvent::Kind kind = KvEvent::Kind::stored;
-  std::vector<std::uint64_t> keys;
-};
-std::optional<IndexUpdate> index_update(const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) return std::nullopt;
-  IndexUpdate u;
-  const std::string type = j["type"].get<std::string>();
-  if (type == "stored") u.kind = KvEvent::Kind::stored;
-  else if (type == "removed") u.kind = KvEvent::Kind::removed;
-  else if (type == "cleared") u.kind = KvEvent::Kind::cleared;
-  else return std::nullopt;
-  if (j.contains("keys") && j["keys"].is_array())
-    for (const auto& k : j["keys"]) {
-      auto key = k.is_string() ? page_key_from_text(k.get<std::string>()) : std::nullopt;
-      if (!key) return std::nullopt;
-      u.keys.push_back(*key);
-    }
-  return u;
-}
 
 // CAF checks the node's published interface against NodeActor on connect.
 Result<NodeActor> connect_node(caf::actor_system& system, const Endpoint& node) {
@@ -213,6 +190,9 @@ struct ClusterBackend::State {
   RunListener run_inbox;                               // receives the nodes' run events and outcomes
   std::map<std::uint64_t, std::shared_ptr<Run>> runs;  // in flight, by the id their node knows
   std::uint64_t next_run = 1;
+  // The nodes' KV events, each naming its node, for GET /v1/kv_events on the router;
+  // published by the inbox actor only, never under `mu`.
+  std::shared_ptr<KvEventHub> kv_events = std::make_shared<KvEventHub>();
   std::size_t turn = 0;  // Routing::round_robin
 
   ~State() {
@@ -337,25 +317,32 @@ struct ClusterBackend::State {
     if (done) done(outcome_from_wire(text));
   }
 
-  // A node's KV event: stored pages are listed (as just used), removed ones dropped, a
-  // cleared event empties the index (whatever its tenant: the index does not keep
-  // tenants apart, only their keys). Ignored while the node is down.
+  // A node's KV event (kv_event_json text): stored pages are listed (as just used),
+  // removed ones dropped, a cleared event empties the index (whatever its tenant: the
+  // index does not keep tenants apart, only their keys); then it is published, naming
+  // the node. Ignored while the node is down, and when the text is not an event (an
+  // index is a hint, and an event of a newer build may differ).
   void on_kv_event(std::uint64_t index, const std::string& text) {
-    auto update = index_update(text);
-    std::lock_guard lock(mu);
-    if (index >= nodes.size() || !nodes[index].up || !update) return;
-    auto& n = nodes[index];
-    ++n.kv_events;
-    switch (update->kind) {
-      case KvEvent::Kind::stored: n.index.insert_keys(update->keys); break;
-      case KvEvent::Kind::removed: n.index.remove_keys(update->keys); break;
-      case KvEvent::Kind::cleared: n.index.clear(); break;
+    auto event = kv_event_from_json(nlohmann::json::parse(text, nullptr, false));
+    {
+      std::lock_guard lock(mu);
+      if (index >= nodes.size() || !nodes[index].up || !event) return;
+      auto& n = nodes[index];
+      ++n.kv_events;
+      switch (event->kind) {
+        case KvEvent::Kind::stored: n.index.insert_keys(event->keys); break;
+        case KvEvent::Kind::removed: n.index.remove_keys(event->keys); break;
+        case KvEvent::Kind::cleared: n.index.clear(); break;
+      }
+      event->node = n.endpoint.text();
     }
+    kv_events->publish(std::move(*event));
   }
 
   void on_node_down(std::size_t index, const std::string& reason) {
     std::vector<Failure> failures;
     std::vector<std::pair<std::shared_ptr<Run>, std::string>> runs_lost;
+    std::string name;
     {
       std::lock_guard lock(mu);
       auto& node = nodes[index];
@@ -363,6 +350,7 @@ struct ClusterBackend::State {
       node.up = false;
       node.inflight = 0;
       node.index.clear();
+      name = node.endpoint.text();
       const std::string what = "node " + node.endpoint.text() + " went down (" + reason + ") while serving this request";
       for (auto it = pending.begin(); it != pending.end();) {
         auto& p = it->second;
@@ -381,6 +369,9 @@ struct ClusterBackend::State {
       }
       runs_lost = runs_on_node_down(index, reason);
     }
+    // Its consumers forget the node's pages (whatever it still holds, it is re-learned
+    // from its events once it rejoins).
+    kv_events->publish(KvEvent{.kind = KvEvent::Kind::cleared, .node = name});
     for (auto& [done, error] : failures)
       if (done) done(std::unexpected(error));
     for (auto& [run, error] : runs_lost) fail_run(run, RunStatus::failed, error);
@@ -948,6 +939,10 @@ std::string ClusterBackend::nodes_json() const {
     out.push_back(std::move(o));
   }
   return out.dump();
+}
+
+Result<KvEventSubscription> ClusterBackend::subscribe_kv_events(std::function<void(const KvEvent&)> callback) {
+  return subscribe(state_->kv_events, std::move(callback));
 }
 
 std::vector<NodeView> ClusterBackend::nodes() const {

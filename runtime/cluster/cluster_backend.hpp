@@ -126,6 +126,10 @@ class ClusterBackend : public server::Backend {
   // own "pages_total", "pages_free", "queued_requests", "hit_ratio" (null while down or
   // silent for 2 s).
   std::string nodes_json() const override;
+  // Every node's KV events as the router receives them (KvEvent::node names the node;
+  // the router's own sequence, no gaps), and a cleared event naming a node when the
+  // router loses it. Delivered on the router's inbox actor, in order per node.
+  Result<KvEventSubscription> subscribe_kv_events(std::function<void(const KvEvent&)> callback) override;
 
   std::vector<NodeView> nodes() const;
 

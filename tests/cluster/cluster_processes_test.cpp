@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <span>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cache/page_key.hpp"
 #include "cluster/cluster_test_util.hpp"
 #include "runtime/cluster/cluster_backend.hpp"
 #include "runtime/runtime_test_util.hpp"
@@ -332,6 +334,75 @@ TEST_F(ClusterProcesses, KvEventsKeepTheRoutersIndexEqualToEachNodesCache) {
   EXPECT_LT(again.cached_tokens, 300u) << "document 20 should have lost pages";
   EXPECT_EQ(matched, double(again.cached_tokens)) << "the router's match is what the node really had";
   EXPECT_GT(kv_events, 0);
+}
+
+// The router's GET /v1/kv_events: every node's events, each naming its node, numbered
+// by the router without gaps; the stored pages of a request are the node's keys for its
+// token ids; a killed node is announced by a cleared event naming it.
+TEST_F(ClusterProcesses, TheRoutersKvEventStreamNamesEachEventsNode) {
+  namespace net = server::test::net;
+  namespace beast = server::test::beast;
+  Cluster cluster;
+  ASSERT_TRUE(cluster.ready());
+  net::io_context ioc;
+  beast::tcp_stream stream(server::test::connect_loopback(ioc, cluster.port()));
+  stream.expires_after(std::chrono::seconds(120));  // a hang fails, not blocks
+  net::write(stream, net::buffer(std::string("GET /v1/kv_events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")));
+  std::string text;
+  auto read_until = [&](auto done) {
+    char buf[4096];
+    beast::error_code ec;
+    while (!done()) {
+      const std::size_t n = stream.read_some(net::buffer(buf), ec);
+      text.append(buf, n);
+      if (ec) break;
+    }
+  };
+  auto events = [&] {
+    std::vector<nlohmann::json> out;
+    for (const auto& p : server::test::sse_payloads(text)) out.push_back(nlohmann::json::parse(p, nullptr, false));
+    return out;
+  };
+  read_until([&] { return text.find(": arbor kv events") != std::string::npos; });
+  ASSERT_NE(text.find("200 OK"), std::string::npos) << text;
+
+  ASSERT_EQ(ask(cluster.port(), chat_request(document(1), "Which town?", 2)).status, 200);
+  const auto holders = serving_nodes(cluster);
+  ASSERT_EQ(holders.size(), 1u);
+  const std::string holder = cluster.endpoint(holders[0]);
+  auto stored_from_holder = [&] {
+    for (const auto& e : events())
+      if (e.is_object() && e["type"] == "stored" && e["node"] == holder) return true;
+    return false;
+  };
+  read_until(stored_from_holder);
+  ASSERT_TRUE(stored_from_holder()) << text;
+  std::optional<std::uint64_t> seq;
+  for (const auto& e : events()) {
+    ASSERT_TRUE(e.is_object()) << text;
+    const auto n = e["seq"].get<std::uint64_t>();
+    if (seq) EXPECT_EQ(n, *seq + 1) << "the router numbers its stream without gaps";
+    seq = n;
+    EXPECT_EQ(e["node"], holder) << "only the node that served the request stored pages";
+    const auto event = kv_event_from_json(e);
+    ASSERT_TRUE(event) << event.error().message;
+    if (event->kind != KvEvent::Kind::stored) continue;
+    // The node's keys: the chain from the parent (or the tenant's seed) over the token ids.
+    cache::PageKey h = event->parent ? *event->parent : cache::page_key_seed(event->tenant);
+    for (std::size_t p = 0; p < event->keys.size(); ++p) {
+      h = cache::next_page_key(h, std::span(event->tokens).subspan(p * event->page_size, event->page_size));
+      EXPECT_EQ(event->keys[p], h);
+    }
+  }
+
+  cluster.nodes[holders[0]].reset();  // SIGKILL
+  auto cleared_holder = [&] {
+    for (const auto& e : events())
+      if (e.is_object() && e["type"] == "cleared" && e["node"] == holder && e["tenant"] == "") return true;
+    return false;
+  };
+  read_until(cleared_holder);
+  EXPECT_TRUE(cleared_holder()) << text;
 }
 
 }  // namespace

@@ -85,7 +85,47 @@ TEST(KvEvents, ReplayedEventsEqualTheCachedPagesAndTheEvictions) {
   }
   // Tenants never share a key.
   for (auto k : cached["t1"]) EXPECT_FALSE(cached["t2"].contains(k));
+  // Each event reads back from the stream's JSON as it was.
+  for (auto e : events) {
+    e.node = "10.0.0.7:7101";  // as a router's stream names it
+    const auto back = kv_event_from_json(nlohmann::json::parse(kv_event_json(e).dump()));
+    ASSERT_TRUE(back) << back.error().message;
+    EXPECT_EQ(back->kind, e.kind);
+    EXPECT_EQ(back->tenant, e.tenant);
+    EXPECT_EQ(back->keys, e.keys);
+    EXPECT_EQ(back->parent, e.parent);
+    EXPECT_EQ(back->tokens, e.tokens);
+    EXPECT_EQ(back->page_size, e.page_size);
+    EXPECT_EQ(back->sequence, e.sequence);
+    EXPECT_EQ(back->node, e.node);
+  }
   expect_clean(*rt);
+}
+
+// A malformed document is an error naming what is wrong, never a partial event.
+TEST(KvEvents, AMalformedDocumentIsRefusedSayingWhy) {
+  const auto good = nlohmann::json::parse(
+      R"({"seq":3,"type":"stored","tenant":"t","page_size":2,"keys":["00000000000000ff"],"parent":null,"tokens":[5,6]})");
+  ASSERT_TRUE(kv_event_from_json(good));
+  EXPECT_FALSE(kv_event_from_json(good)->parent);
+  auto refused = [&](const char* key, const nlohmann::json& value, const std::string& says) {
+    auto doc = good;
+    if (value.is_discarded()) doc.erase(key);
+    else doc[key] = value;
+    const auto r = kv_event_from_json(doc);
+    ASSERT_FALSE(r) << key;
+    EXPECT_EQ(r.error().code, ErrorCode::corrupt_data);
+    EXPECT_NE(r.error().message.find(says), std::string::npos) << r.error().message;
+  };
+  const nlohmann::json missing(nlohmann::json::value_t::discarded);
+  refused("type", "evicted", "\"type\"");
+  refused("seq", missing, "\"seq\"");
+  refused("page_size", -1, "\"page_size\"");
+  refused("keys", nlohmann::json::array({"ff"}), "16 hex digits");
+  refused("parent", 7, "\"parent\"");
+  refused("tokens", nlohmann::json::array({5}), "keys x page_size");
+  refused("tokens", nlohmann::json::array({5, "six"}), "token id");
+  EXPECT_FALSE(kv_event_from_json(nlohmann::json::array()));
 }
 
 TEST(KvEvents, AResetSubscriptionHearsNothingMoreEvenFromInsideItsCallback) {

@@ -217,9 +217,13 @@ nlohmann::ordered_json event_json(const Event& event);
 // A KV event as GET /v1/kv_events and `arbor node` write it:
 //   {"seq": 12, "type": "stored" | "removed" | "cleared", "tenant": "default",
 //    "page_size": 16, "keys": ["7682412ae29cfc9d", ...],
-//    stored only: "parent": "118b7bc6b40e3c70" or null, "tokens": [ids of the pages]}
+//    stored only: "parent": "118b7bc6b40e3c70" or null, "tokens": [ids of the pages],
+//    on a cluster router's stream: "node": "host:port" (KvEvent::node)}
 // Keys are 16 lower-case hex digits (a JSON number would lose bits above 2^53).
 nlohmann::ordered_json kv_event_json(const KvEvent& event);
+// The event back from that document (a consumer of the stream, a router reading its
+// nodes'). Error corrupt_data naming what is missing or malformed.
+Result<KvEvent> kv_event_from_json(const nlohmann::json& document);
 std::string page_key_text(std::uint64_t key);
 std::optional<std::uint64_t> page_key_from_text(const std::string& text);  // nullopt unless 16 hex digits
 
