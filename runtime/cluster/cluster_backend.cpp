@@ -21,8 +21,8 @@
 #include "model/tokenizer.hpp"
 #include "runtime/chat_prompt.hpp"
 #include "runtime/cluster/net_config.hpp"
-#include "runtime/kv_event_hub.hpp"
 #include "runtime/cluster/route_policy.hpp"
+#include "runtime/kv_event_hub.hpp"
 #include "workflows/documents.hpp"
 #include "workflows/parser.hpp"
 #include "workflows/tools.hpp"
@@ -369,8 +369,8 @@ struct ClusterBackend::State {
       }
       runs_lost = runs_on_node_down(index, reason);
     }
-    // Its consumers forget the node's pages (whatever it still holds, it is re-learned
-    // from its events once it rejoins).
+    // Its consumers forget the node's pages, as the index did (if it rejoins, only the
+    // pages it stores from then on are announced).
     kv_events->publish(KvEvent{.kind = KvEvent::Kind::cleared, .node = name});
     for (auto& [done, error] : failures)
       if (done) done(std::unexpected(error));
