@@ -3,6 +3,8 @@
 // can be held open, and record cancellation.
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -41,6 +43,26 @@ inline tcp::socket connect_loopback(net::io_context& ioc, int port) {
   tcp::socket socket(ioc);
   socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
   return socket;
+}
+
+// Appends what an open stream sends to `text` until `done(text)` holds, the stream ends
+// or `timeout` passes. A synchronous read ignores beast's expires_after, so each read
+// first waits for data with poll(): a missing event fails the test, never hangs it.
+template <class Done>
+void read_until(beast::tcp_stream& stream, std::string& text, Done done,
+                std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  char buf[4096];
+  while (!done(text)) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd ready{stream.socket().native_handle(), POLLIN, 0};
+    if (left <= 0 || ::poll(&ready, 1, int(left)) <= 0) return;
+    beast::error_code ec;
+    const std::size_t n = stream.socket().read_some(net::buffer(buf), ec);
+    text.append(buf, n);
+    if (ec) return;
+  }
 }
 
 // One request on a fresh connection; reads the whole reply (streams until the close).
