@@ -2,8 +2,8 @@
 // (actors::SeqResult, GenerateResult), an agent's turns summed (actors::AgentReport,
 // AgentResult), a tenant's or the whole cache's since start (the server's TenantFigures,
 // CacheStats). Each of those derives from TokenUsage, so the counts are read as
-// `r.prompt_tokens` everywhere, added with `+=`, written with the to_json below and read with its from_json. The
-// JSON names are the member names, in this order.
+// `r.prompt_tokens` everywhere, added with `+=`, written with the to_json below and read
+// with its from_json. The JSON names are the member names, in this order.
 #pragma once
 
 #include <concepts>

@@ -1,5 +1,6 @@
 // The JSON documents and wire names of runtime.hpp (`arbor run --json`, the server's
 // responses, event names). No actor code here: the server's fuzz targets link this file.
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <optional>
@@ -97,10 +98,10 @@ Result<KvEvent> kv_event_from_json(const nlohmann::json& j) {
   };
   KvEvent e;
   const auto type = text("type");
-  if (type == "stored") e.kind = KvEvent::Kind::stored;
-  else if (type == "removed") e.kind = KvEvent::Kind::removed;
-  else if (type == "cleared") e.kind = KvEvent::Kind::cleared;
-  else return bad("\"type\" is not stored, removed or cleared");
+  const auto kinds = {KvEvent::Kind::stored, KvEvent::Kind::removed, KvEvent::Kind::cleared};
+  const auto kind = std::find_if(kinds.begin(), kinds.end(), [&](KvEvent::Kind k) { return type == to_string(k); });
+  if (kind == kinds.end()) return bad("\"type\" is not stored, removed or cleared");
+  e.kind = *kind;
   const auto tenant = text("tenant");
   const auto seq = count("seq");
   const auto page_size = count("page_size");

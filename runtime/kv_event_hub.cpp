@@ -1,5 +1,6 @@
-// The cache actor's KV events to subscribers, in order, on the cache actor's thread
-// (the contract: arbor/runtime.hpp), and the subscriptions' lifetime.
+// KV events to subscribers, in order, on the publishing thread (a runtime's cache actor,
+// a cluster router's inbox actor; the contract: arbor/runtime.hpp), and the
+// subscriptions' lifetime.
 #include "runtime/kv_event_hub.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// The KV event hub behind Runtime::subscribe_kv_events and its subscriptions' state:
-// what a subscription needs without the rest of the runtime (the server, which holds
-// subscriptions, is also built without it: fuzz/).
+// The KV event hub behind Runtime::subscribe_kv_events (and a cluster router's) and its
+// subscriptions' state: what a subscription needs without the rest of the runtime (the
+// server, which holds subscriptions, is also built without it: fuzz/).
 #pragma once
 
 #include <atomic>
@@ -15,14 +15,14 @@
 
 namespace arbor {
 
-// Delivers the cache's KV events to Runtime::subscribe_kv_events subscribers
+// Delivers KV events to subscribers
 // (runtime/kv_event_hub.cpp). publish runs on one thread at a time, in order: the cache
 // actor's (a runtime's hub), or a cluster router's inbox actor (its nodes' events).
 struct KvEventHub {
   std::mutex mu;  // guards subs (never held while a callback runs)
   std::vector<std::shared_ptr<KvEventSubscription::State>> subs;
   std::uint64_t next_sequence = 1;  // the publishing thread only
-  std::atomic<std::thread::id> dispatching{};  // the thread calling callbacks (the cache actor's)
+  std::atomic<std::thread::id> dispatching{};  // the thread last calling callbacks
 
   void publish(KvEvent event);
 };
