@@ -441,6 +441,14 @@ struct ClusterBackend::State {
     return lost;
   }
 
+  // "attempt 2 of 3, on HOST:PORT: the run started again (HOST:PORT went down)".
+  static std::string retry_marker(const Run& run, const std::string& node) {
+    std::string lost;
+    for (const auto& at : run.lost) lost += (lost.empty() ? "" : ", ") + at;
+    return "attempt " + std::to_string(run.attempts) + " of " + std::to_string(run.max_attempts) + ", on " + node +
+           ": the run started again, every agent from the beginning (" + lost + " went down)";
+  }
+
   // A run's event from its node (all but run_finished).
   void on_run_event(std::uint64_t attempt, const std::string& text) {
     std::shared_ptr<Run> run;
@@ -451,8 +459,9 @@ struct ClusterBackend::State {
       auto it = runs.find(attempt);
       if (it == runs.end()) return;  // from an attempt that is over
       run = it->second;
-      // A retry's run_started: the client saw the run start already.
-      if (event->kind == Event::Kind::run_started && run->attempts > 1) return;
+      // A retry's run_started is the client's marker that every agent starts again.
+      if (event->kind == Event::Kind::run_started && run->attempts > 1)
+        event->text = retry_marker(*run, nodes[run->node].endpoint.text());
     }
     event->run_id = run->id;
     {

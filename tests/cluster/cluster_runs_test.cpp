@@ -290,11 +290,20 @@ TEST_F(ClusterRuns, CancelReachesTheNodeAndAKilledNodesRunFailsOrIsRetried) {
       },
       60));
   cluster.nodes[*second_victim]->kill_now();
-  follow(cluster.port(), retried, kAlice);
+  const auto retried_events = follow(cluster.port(), retried, kAlice);
   const auto retried_doc = run_document(cluster.port(), retried, kAlice);
   EXPECT_EQ(retried_doc["status"], "ok") << retried_doc.dump();
   std::size_t last = 0;
   while (last == *victim || last == *second_victim) ++last;
+  // The stream marks the restart: a second run_started saying where and why.
+  std::vector<std::string> starts;
+  for (const auto& e : retried_events)
+    if (e.is_object() && e["type"] == "run_started") starts.push_back(e.value("text", ""));
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_EQ(starts[0], "");
+  EXPECT_EQ(starts[1], "attempt 2 of 2, on " + cluster.endpoint(last) +
+                           ": the run started again, every agent from the beginning (" +
+                           cluster.endpoint(*second_victim) + " went down)");
   const std::string metrics = request(cluster.port(), "GET", "/metrics", "", kAdmin).body;
   EXPECT_EQ(metric(metrics, "arbor_cluster_runs_retried_total{node=\"" + cluster.endpoint(last) + "\"}"), 1u)
       << metrics;

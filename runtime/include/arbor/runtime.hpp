@@ -194,7 +194,10 @@ struct Event {
   Kind kind = Kind::run_started;
   std::string run_id;
   std::string agent_id;  // empty for run events
-  std::string text;      // token: the new text; agent_finished: the output; tool_call: the arguments (JSON)
+  // token: the new text; agent_finished: the output; tool_call: the arguments (JSON);
+  // run_started: empty, but on a cluster router a run started again on another node
+  // after its node went down says so (which attempt, where, the node lost).
+  std::string text;
   // run_started, run_finished: the run's (RunStatus); agent_started (running),
   // agent_finished: the agent's (AgentStatus); tool_result: the call's (ToolStatus);
   // none for token and tool_call. to_string(status) is its name ("" for none).
