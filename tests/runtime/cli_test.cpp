@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -206,7 +208,9 @@ const std::vector<std::string> kCommands = {
     "bench workflow --agents 1 --max-tokens 1",
     "bench serve --clients 1 --requests-per-client 1 --max-tokens 1",
     "bench constrained --batch 1 --max-tokens 1 --reps 1",
-    "bench tools --agents 1 --pressure 1 --ttl 1000 --max-tokens 1"};
+    "bench tools --agents 1 --pressure 1 --ttl 1000 --max-tokens 1",
+    "bench cluster --nodes 1 --requests 1 --max-tokens 1",
+    "node --listen 127.0.0.1:0"};
 
 std::string command_name(const std::string& command_line) {
   // "bench serve --clients 1" -> "bench serve"; "run WF.json" -> "run"
@@ -508,6 +512,42 @@ TEST(Cli, ServeFlagsOverrideTheConfigFileOnlyWhenGiven) {
 
 // Every command that computes says on stderr which device it uses; --device names an
 // unknown device or an unavailable one with exit 2.
+// `arbor bench cluster` on 2 node processes: cache-aware routing computes exactly the
+// ideal the bench derives from the tokenizer (each document's shared pages once), round-
+// robin more; both served the same prompts.
+TEST(Cli, BenchClusterComputesEachDocumentOnceWhenCacheAware) {
+  REQUIRE_ARBOR();
+  const Output o = run("bench cluster --nodes 2 --docs 2 --requests 4 --agents 2 --concurrency 1 --max-tokens 1");
+  ASSERT_EQ(o.status, 0) << o.out;
+  struct Row {
+    std::size_t prompt = 0, computed = 0, ideal = 0, failed = 0;
+    std::string per_node;
+  };
+  std::map<std::string, Row> rows;
+  std::istringstream lines(o.out);
+  std::string last;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string name, ratio, hit, wall;
+    Row r;
+    if ((words >> name) && (name == "cache-aware" || name == "round-robin") &&
+        (words >> r.prompt >> r.computed >> r.ideal >> ratio >> hit >> wall >> r.failed)) {
+      rows[last = name] = r;
+    } else if (const auto at = line.find("jobs per node: "); at != std::string::npos && !last.empty()) {
+      rows[last].per_node = line.substr(at + 15);
+    }
+  }
+  ASSERT_EQ(rows.size(), 2u) << o.out;
+  const Row& aware = rows["cache-aware"];
+  const Row& robin = rows["round-robin"];
+  EXPECT_EQ(aware.computed, aware.ideal) << o.out;
+  EXPECT_GT(robin.computed, robin.ideal) << o.out;
+  EXPECT_EQ(aware.prompt, robin.prompt);
+  EXPECT_EQ(aware.failed + robin.failed, 0u);
+  // Each document's first run cold, its second where the first ran.
+  EXPECT_EQ(aware.per_node, "2 (prefix 1, cold 1); 2 (prefix 1, cold 1)") << o.out;
+}
+
 TEST(Cli, DeviceIsPrintedAndAnUnavailableOneIsNamed) {
   REQUIRE_ARBOR();
   const Streams cpu = run_streams("generate --prompt hi --max-tokens 1 --device cpu");
