@@ -5,6 +5,9 @@ find_package(Threads REQUIRED)
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
 find_library(CAF_IO_LIBRARY caf_io REQUIRED)
+# The cluster's mutual TLS (runtime/cluster/cluster_tls.hpp): CAF's OpenSSL module.
+find_library(CAF_OPENSSL_LIBRARY caf_openssl REQUIRED)
+find_package(OpenSSL 3 REQUIRED)
 if(NOT TARGET CAF::core)
   add_library(CAF::core SHARED IMPORTED)
   set_target_properties(CAF::core PROPERTIES IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
@@ -12,6 +15,9 @@ if(NOT TARGET CAF::core)
   add_library(CAF::io SHARED IMPORTED)
   set_target_properties(CAF::io PROPERTIES IMPORTED_LOCATION ${CAF_IO_LIBRARY}
     INTERFACE_LINK_LIBRARIES CAF::core)
+  add_library(CAF::openssl SHARED IMPORTED)
+  set_target_properties(CAF::openssl PROPERTIES IMPORTED_LOCATION ${CAF_OPENSSL_LIBRARY}
+    INTERFACE_LINK_LIBRARIES "CAF::io;OpenSSL::SSL")
 endif()
 
 find_package(nlohmann_json 3.10 REQUIRED)

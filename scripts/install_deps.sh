@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake make git unzip ca-certificates curl
-  libcaf-dev libboost-dev nlohmann-json3-dev libsentencepiece-dev libcli11-dev libspdlog-dev
+  libcaf-dev libssl-dev libboost-dev nlohmann-json3-dev libsentencepiece-dev libcli11-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-jsonschema
 )

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "runtime/cli/cluster_tls_options.hpp"
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
@@ -19,20 +20,33 @@ namespace arbor::cli {
 namespace {
 
 constexpr const char* kFooter =
-    "Serves generations to routers: `arbor serve --nodes HOST:PORT,...` routes each request to the node\n"
-    "holding the longest cached prefix of its prompt. The protocol is CAF's (caf::io), unauthenticated and\n"
-    "unencrypted: listen on loopback or a private network only. Port 0 picks a free port (printed).\n"
+    "Serves generations and workflow runs to routers: `arbor serve --nodes HOST:PORT,...` routes each to the\n"
+    "node holding the longest cached prefix of its prompt. The protocol is CAF's (caf::io). With\n"
+    "--cluster-cert/--cluster-key/--cluster-ca it runs inside mutual TLS: only a router (or node) with a\n"
+    "certificate the cluster's CA signed can connect. Without them it is plain TCP, unauthenticated, and the\n"
+    "node listens on loopback only. Port 0 picks a free port (printed).\n"
     "SIGINT/SIGTERM cancel what is in flight, then exit. Exit codes: 0 stopped by a signal, 1 could not\n"
     "start, 2 invalid input.";
 
 struct NodeOptions {
   std::string listen = "127.0.0.1:7001";
+  cluster::ClusterTls tls;
   RuntimeOptions runtime;
 };
+
+bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "::1" || host == "localhost"; }
 
 int run_node(const NodeOptions& o) {
   auto at = cluster::parse_endpoint(o.listen, true);
   if (!at) return std::fprintf(stderr, "arbor node: --listen: %s\n", at.error().message.c_str()), kExitInvalid;
+  if (auto tls = cluster::check_cluster_tls(o.tls); !tls)
+    return std::fprintf(stderr, "arbor node: %s\n", tls.error().message.c_str()), kExitInvalid;
+  if (!o.tls.enabled() && !is_loopback(at->host))
+    return std::fprintf(stderr,
+                        "arbor node: refusing to listen on %s without authentication; give --cluster-cert, "
+                        "--cluster-key and --cluster-ca (mutual TLS), or listen on 127.0.0.1\n",
+                        at->host.c_str()),
+           kExitInvalid;
   RuntimeConfig config;
   o.runtime.apply(config);
 
@@ -46,18 +60,19 @@ int run_node(const NodeOptions& o) {
   if (!runtime) return std::fprintf(stderr, "arbor node: %s\n", runtime.error().describe().c_str()), kExitFailed;
   print_device_line("node", **runtime);
   {
-    cluster::NetConfig net;
+    cluster::NetConfig net(o.tls);
     caf::actor_system system{net};
     auto node = cluster::spawn_node_actor(system, **runtime, cluster::node_info(**runtime));
-    auto port = system.middleman().publish(node, at->port, at->host.c_str(), true);
+    auto port = cluster::publish_node(system, node, at->host, at->port);
     if (!port) {
       caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
       return std::fprintf(stderr, "arbor node: cannot listen on %s: %s; pick another --listen port\n",
                           o.listen.c_str(), system.render(port.error()).c_str()),
              kExitFailed;
     }
-    std::printf("arbor node: listening on %s:%u (model %s, %zu MiB KV pool)\n", at->host.c_str(), unsigned(*port),
-                (*runtime)->model_name().c_str(), (*runtime)->kv_pool_bytes() >> 20);
+    std::printf("arbor node: listening on %s:%u (model %s, %zu MiB KV pool, %s)\n", at->host.c_str(), unsigned(*port),
+                (*runtime)->model_name().c_str(), (*runtime)->kv_pool_bytes() >> 20,
+                o.tls.enabled() ? "mutual TLS" : "plain TCP, no authentication");
     std::fflush(stdout);
 
     int signal = 0;
@@ -81,6 +96,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--listen", o->listen, "address and port to serve routers on (port 0 = any free port)")
       ->type_name("HOST:PORT")
       ->capture_default_str();
+  declare_cluster_tls(app, o->tls);
   o->runtime.declare(app);
   app.footer(kFooter);
   return [o] { return run_node(*o); };

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include "runtime/cli/cluster_tls_options.hpp"
 #include "runtime/cli/command.hpp"
 #include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
@@ -28,8 +29,9 @@ constexpr const char* kFooter =
     "Without it: loopback only, one tenant 'default', no authentication.\n"
     "--nodes HOST:PORT,...: route generations to `arbor node` processes instead of running a model here\n"
     "(cache-aware: the node holding the longest cached prefix, unless it is overloaded); --model is then\n"
-    "only the tokenizer the router routes with, the other runtime flags go to the nodes. /v1/runs is not\n"
-    "routed yet.\n"
+    "only the tokenizer the router routes with, the other runtime flags go to the nodes; a workflow run\n"
+    "goes to one node, all its agents there. --cluster-cert/--cluster-key/--cluster-ca: reach the nodes\n"
+    "over mutual TLS (as `arbor node` with the same flags).\n"
     "A flag given on the command line overrides the file; the defaults shown apply to what neither sets.\n"
     "SIGINT/SIGTERM drain, then exit. Exit codes: 0 stopped by a signal, 1 could not start, 2 invalid input.";
 
@@ -43,6 +45,7 @@ struct ServeOptions {
   CLI::Option* port = nullptr;
   CLI::Option* io_threads = nullptr;
   std::string nodes;  // --nodes: a router over `arbor node`s
+  cluster::ClusterTls tls;  // --cluster-*: with the nodes
   RuntimeOptions runtime;
 };
 
@@ -66,6 +69,9 @@ int run_router(const ServeOptions& o, const server::ServerConfig& config, sigset
   cluster::ClusterOptions options;
   options.nodes = *nodes;
   options.model_path = config.runtime.model_path;
+  if (auto tls = cluster::check_cluster_tls(o.tls); !tls)
+    return std::fprintf(stderr, "arbor serve: %s\n", tls.error().message.c_str()), kExitInvalid;
+  options.tls = o.tls;
   auto backend = cluster::ClusterBackend::connect(std::move(options));
   if (!backend) return std::fprintf(stderr, "arbor serve: %s\n", backend.error().describe().c_str()), kExitFailed;
   auto server = server::Server::start(config, **backend);
@@ -105,6 +111,9 @@ int run_serve(const ServeOptions& o) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  if (o.tls.enabled() && o.nodes.empty())
+    return std::fprintf(stderr, "arbor serve: --cluster-cert, --cluster-key and --cluster-ca are for a router: give --nodes too\n"),
+           kExitInvalid;
   if (!o.nodes.empty()) return run_router(o, config, stop_signals);
   auto runtime = Runtime::create(config.runtime);
   if (!runtime) return std::fprintf(stderr, "arbor serve: %s\n", runtime.error().describe().c_str()), kExitFailed;
@@ -146,6 +155,7 @@ Runner setup(CLI::App& app) {
                       ->capture_default_str();
   app.add_option("--nodes", o->nodes, "route to these `arbor node`s instead of running a model (see below)")
       ->type_name("HOST:PORT,...");
+  declare_cluster_tls(app, o->tls);
   o->runtime.declare(app);
   app.footer(kFooter);
   return [o] { return run_serve(*o); };

@@ -40,15 +40,23 @@ using InboxActor = ReplyListener::extend<caf::reacts_to<watch_atom, NodeActor, s
 
 // CAF checks the node's published interface against NodeActor on connect.
 Result<NodeActor> connect_node(caf::actor_system& system, const Endpoint& node) {
-  auto actor = system.middleman().remote_actor<NodeActor>(node.host, node.port);
+  auto actor = connect_to_node(system, node.host, node.port);
   if (actor) return *actor;
   if (actor.error() == caf::sec::unexpected_actor_messaging_interface)
     return fail(ErrorCode::unsupported, "the process at " + node.text() +
                                             " is not an `arbor node` of this arbor build (its actor interface differs "
                                             "from this router's); run this build's `arbor node --listen " +
                                             node.text() + "` there");
-  return fail(ErrorCode::unsupported, "cannot reach node " + node.text() + " (" + system.render(actor.error()) +
-                                          "); start it with `arbor node --listen " + node.text() + "`");
+  // A TLS node drops a plain router during the handshake, and a TLS router cannot
+  // speak to a plain node (or one that refused its certificate) at all.
+  std::string hint = "; start it with `arbor node --listen " + node.text() + "`";
+  if (actor.error() == caf::sec::disconnect_during_handshake)
+    hint = uses_tls(system) ? "; the node refused this router's certificate: both need certificates from the same "
+                              "--cluster-ca"
+                            : "; the node requires TLS: give the router --cluster-cert, --cluster-key and --cluster-ca";
+  else if (uses_tls(system))
+    hint += " and the same --cluster-ca as this router (a node without TLS cannot be reached over it)";
+  return fail(ErrorCode::unsupported, "cannot reach node " + node.text() + " (" + system.render(actor.error()) + ")" + hint);
 }
 
 // Asks `node` one question whose answer is a string; errors name the node.
@@ -176,7 +184,7 @@ struct ClusterBackend::State {
   std::unique_ptr<model::Tokenizer> tokenizer;
   std::unique_ptr<model::ChatTemplate> chat;
   NodeInfo info;
-  NetConfig config;  // outlives the system
+  std::unique_ptr<NetConfig> config;  // outlives the system
   std::unique_ptr<caf::actor_system> system;
   InboxActor inbox;  // receives the nodes' pieces, outcomes and down messages
 
@@ -244,7 +252,7 @@ struct ClusterBackend::State {
         if (!nodes[i].up) down.emplace_back(i, nodes[i].endpoint);
       lock.unlock();
       for (const auto& [index, at] : down) {
-        auto actor = system->middleman().remote_actor<NodeActor>(at.host, at.port);
+        auto actor = connect_to_node(*system, at.host, at.port);
         if (!actor) continue;
         auto text = ask(*system, *actor, at, node_info_atom::value, std::chrono::seconds(10));
         auto info = text ? info_from_wire(*text) : Result<NodeInfo>(std::unexpected(text.error()));
@@ -648,7 +656,9 @@ Result<std::unique_ptr<ClusterBackend>> ClusterBackend::connect(ClusterOptions o
   state->chat = std::make_unique<model::ChatTemplate>(model::ChatTemplate::from_gguf(*state->file));
   const std::string model = file_model_name(*state->file, options.model_path);
 
-  state->system = std::make_unique<caf::actor_system>(state->config);
+  if (auto tls = check_cluster_tls(options.tls); !tls) return std::unexpected(tls.error());
+  state->config = std::make_unique<NetConfig>(options.tls);
+  state->system = std::make_unique<caf::actor_system>(*state->config);
   auto& system = *state->system;
   std::vector<State::Node> nodes;
   for (std::size_t i = 0; i < options.nodes.size(); ++i) {
@@ -969,8 +979,9 @@ std::vector<NodeView> ClusterBackend::nodes() const {
   return out;
 }
 
-Result<NodeStats> query_node_stats(const Endpoint& node) {
-  NetConfig config;
+Result<NodeStats> query_node_stats(const Endpoint& node, const ClusterTls& tls) {
+  if (auto checked = check_cluster_tls(tls); !checked) return std::unexpected(checked.error());
+  NetConfig config(tls);
   caf::actor_system system{config};
   Result<NodeStats> out = fail(ErrorCode::internal, "unset");
   {

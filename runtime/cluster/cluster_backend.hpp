@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "common/result.hpp"
+#include "runtime/cluster/cluster_tls.hpp"
 #include "runtime/cluster/route_policy.hpp"
 #include "runtime/cluster/wire.hpp"
 #include "runtime/server/backend.hpp"
@@ -73,6 +74,7 @@ struct ClusterOptions {
   std::size_t overload_margin = 4;   // choose_node's rule 3
   int max_attempts = 2;              // nodes one generation may be sent to
   std::chrono::milliseconds rejoin_period{1000};  // how often down nodes are tried again
+  ClusterTls tls;  // mutual TLS with the nodes (cluster_tls.hpp); none = plain TCP
 };
 
 // What the router knows of one node (tests, metrics).
@@ -96,7 +98,8 @@ class ClusterBackend : public server::Backend {
  public:
   // Loads the tokenizer, connects to every node and checks each serves the model.
   // Errors: not_found / corrupt_data (the model file), unsupported (a node cannot be
-  // reached: what to start), invalid_argument (a node serves another model).
+  // reached: what to start, or the TLS it needs), invalid_argument (a node serves
+  // another model; options.tls fails check_cluster_tls).
   static Result<std::unique_ptr<ClusterBackend>> connect(ClusterOptions options);
   ~ClusterBackend() override;  // fails what is still in flight (cancelled), then closes
 
@@ -141,7 +144,8 @@ class ClusterBackend : public server::Backend {
   std::shared_ptr<State> state_;
 };
 
-// One node's figures, asked directly (tests, tools): connects, asks, disconnects.
-Result<NodeStats> query_node_stats(const Endpoint& node);
+// One node's figures, asked directly (tests, tools): connects (over TLS with `tls`),
+// asks, disconnects.
+Result<NodeStats> query_node_stats(const Endpoint& node, const ClusterTls& tls = {});
 
 }  // namespace arbor::cluster

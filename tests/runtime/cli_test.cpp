@@ -548,6 +548,33 @@ TEST(Cli, BenchClusterComputesEachDocumentOnceWhenCacheAware) {
   EXPECT_EQ(aware.per_node, "2 (prefix 1, cold 1); 2 (prefix 1, cold 1)") << o.out;
 }
 
+// The cluster's TLS flags are checked before a model loads or anything listens; a node
+// without TLS listens on loopback only.
+TEST(Cli, ClusterTlsFlagsAreCheckedBeforeAnythingListens) {
+  REQUIRE_ARBOR();
+  const std::string pki = kSource + "/tests/data/cluster_tls/";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"node --listen 0.0.0.0:0",
+       "arbor node: refusing to listen on 0.0.0.0 without authentication; give --cluster-cert, --cluster-key and "
+       "--cluster-ca (mutual TLS), or listen on 127.0.0.1"},
+      {"node --listen 127.0.0.1:0 --cluster-cert " + pki + "member.pem", "go together: give all three"},
+      {"node --listen 127.0.0.1:0 --cluster-cert " + pki + "member.pem --cluster-key " + pki +
+           "rogue.key --cluster-ca " + pki + "cluster-ca.pem",
+       "is not the key of the certificate"},
+      {"serve --port 0 --cluster-cert " + pki + "member.pem --cluster-key " + pki + "member.key --cluster-ca " + pki +
+           "cluster-ca.pem",
+       "are for a router: give --nodes too"},
+      {"serve --port 0 --nodes 127.0.0.1:1 --cluster-cert " + pki + "rogue.pem --cluster-key " + pki +
+           "rogue.key --cluster-ca " + pki + "cluster-ca.pem",
+       "does not verify against --cluster-ca"}};
+  for (const auto& [args, message] : cases) {
+    const Streams s = run_streams(args);
+    EXPECT_EQ(s.status, 2) << args << "\n" << s.err;
+    EXPECT_NE(s.err.find(message), std::string::npos) << args << "\n" << s.err;
+    EXPECT_EQ(s.out, "") << args;  // nothing listened
+  }
+}
+
 TEST(Cli, DeviceIsPrintedAndAnUnavailableOneIsNamed) {
   REQUIRE_ARBOR();
   const Streams cpu = run_streams("generate --prompt hi --max-tokens 1 --device cpu");
