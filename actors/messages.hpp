@@ -40,7 +40,7 @@ typename Inspector::result_type inspect(Inspector& f, TenantCacheStats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CacheTreeNode& x) {
   return f(caf::meta::type_name("CacheTreeNode"), x.id, x.parent_id, x.num_tokens, x.depth_tokens, x.hit_count,
-           x.lock_count, x.shared_namespace, x.snippet, x.first_tokens);
+           x.lock_count, x.shared_namespace, x.snippet, x.first_tokens, x.node);
 }
 
 template <class Inspector>

@@ -67,6 +67,7 @@ struct CacheTreeNode {
   bool shared_namespace = false;  // the node is in the shared namespace (published prefixes)
   std::string snippet = {};       // first_tokens decoded, valid UTF-8 (set by Runtime::cache_tree)
   std::vector<std::int32_t> first_tokens = {};  // the edge's first few token ids
+  std::string node = {};  // on a cluster router: the node whose cache holds it ("HOST:PORT"); "" in one process
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TenantCacheStats, lookups, hit_tokens, miss_tokens, inserted_tokens,

@@ -60,12 +60,12 @@ Result<NodeActor> connect_node(caf::actor_system& system, const Endpoint& node) 
 }
 
 // Asks `node` one question whose answer is a string; errors name the node.
-template <class Atom>
+template <class Atom, class... Args>
 Result<std::string> ask(caf::actor_system& system, const NodeActor& node, const Endpoint& at, Atom atom,
-                        std::chrono::seconds timeout) {
+                        std::chrono::seconds timeout, const Args&... args) {
   caf::scoped_actor self{system};
   Result<std::string> out = fail(ErrorCode::timeout, "node " + at.text() + " did not answer");
-  self->request(node, timeout, atom)
+  self->request(node, timeout, atom, args...)
       .receive([&](std::string& text) { out = std::move(text); },
                [&](caf::error& e) {
                  out = fail(ErrorCode::unsupported, "node " + at.text() + ": " + system.render(e));
@@ -238,6 +238,14 @@ struct ClusterBackend::State {
     inbox = nullptr;
     for (auto& n : nodes) n.actor = nullptr;
     system.reset();  // waits for the inbox to quit
+  }
+
+  // Each node's handle (null while down) and address, in nodes() order.
+  std::vector<std::pair<NodeActor, Endpoint>> handles() const {
+    std::vector<std::pair<NodeActor, Endpoint>> out;
+    std::lock_guard lock(mu);
+    for (const auto& n : nodes) out.emplace_back(n.up ? n.actor : NodeActor{}, n.endpoint);
+    return out;
   }
 
   // Every `period`, tries to reconnect each down node; one that answers with the same
@@ -832,16 +840,35 @@ CacheStats ClusterBackend::cache_stats() const {
   return total;
 }
 
-std::vector<CacheTreeNode> ClusterBackend::cache_tree(const std::string&, std::size_t) const { return {}; }
+std::vector<CacheTreeNode> ClusterBackend::cache_tree(const std::string& tenant, std::size_t max_nodes) const {
+  const auto handles = state_->handles();
+  const std::size_t up = std::count_if(handles.begin(), handles.end(), [](const auto& h) { return bool(h.first); });
+  const std::size_t share = std::max<std::size_t>(1, max_nodes / std::max<std::size_t>(1, up));
+  std::vector<CacheTreeNode> out;
+  std::uint64_t next_id = 1;  // the nodes' ids overlap: renumbered, parents first as each node lists them
+  for (const auto& [actor, at] : handles) {
+    if (!actor || out.size() >= max_nodes) continue;
+    auto text = ask(*state_->system, actor, at, node_tree_atom::value, std::chrono::seconds(2), tenant,
+                    std::uint64_t(std::min(share, max_nodes - out.size())));
+    auto tree = text ? tree_from_wire(*text) : Result<std::vector<CacheTreeNode>>(std::unexpected(text.error()));
+    if (!tree) continue;
+    std::map<std::uint64_t, std::uint64_t> ids;  // the node's id -> ours
+    for (auto& n : *tree) ids[n.id] = next_id++;
+    for (auto& n : *tree) {
+      n.id = ids[n.id];
+      auto parent = ids.find(n.parent_id);
+      n.parent_id = parent == ids.end() ? 0 : parent->second;
+      n.node = at.text();
+      out.push_back(std::move(n));
+    }
+  }
+  return out;
+}
 
 // Each node's own figures, in the order of nodes(); nothing for a node that is down or
 // does not answer within 2 s.
 std::vector<std::optional<NodeStats>> ClusterBackend::ask_node_stats() const {
-  std::vector<std::pair<NodeActor, Endpoint>> handles;
-  {
-    std::lock_guard lock(state_->mu);
-    for (const auto& n : state_->nodes) handles.emplace_back(n.up ? n.actor : NodeActor{}, n.endpoint);
-  }
+  const auto handles = state_->handles();
   std::vector<std::optional<NodeStats>> stats(handles.size());
   for (std::size_t i = 0; i < handles.size(); ++i) {
     if (!handles[i].first) continue;

@@ -116,6 +116,8 @@ class ClusterBackend : public server::Backend {
   // The up nodes' statistics summed (hit_ratio recomputed); a node that does not answer
   // within 2 s counts as nothing.
   CacheStats cache_stats() const override;
+  // Every up node's tree of the tenant (2 s each at most), each entry naming its node
+  // (CacheTreeNode::node), ids renumbered across nodes; max_nodes shared among them.
   std::vector<CacheTreeNode> cache_tree(const std::string& tenant, std::size_t max_nodes) const override;
   // Per node (label node="HOST:PORT"): arbor_cluster_node_up, _inflight, _indexed_pages,
   // arbor_cluster_routed_total{route="prefix|balance|cold"}, _matched_tokens_total,

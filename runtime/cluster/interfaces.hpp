@@ -4,7 +4,7 @@
 //
 // Who sends what:
 //   router -> NodeActor (what `arbor node` publishes): node_info_atom, node_stats_atom,
-//       node_gen_atom, node_cancel_atom, node_run_atom, node_run_cancel_atom
+//       node_tree_atom, node_gen_atom, node_cancel_atom, node_run_atom, node_run_cancel_atom
 //   NodeActor -> the requester's ReplyListener (the router's inbox, named in each
 //       node_gen_atom / node_cancel_atom): node_piece_atom, node_done_atom
 //   NodeActor -> the requester's RunListener (the router's run inbox, named in each
@@ -51,6 +51,7 @@ using RunListener = caf::typed_actor<caf::reacts_to<node_run_event_atom, std::ui
 using NodeActor = caf::typed_actor<
     caf::replies_to<node_info_atom>::with<std::string>,   // NodeInfo JSON
     caf::replies_to<node_stats_atom>::with<std::string>,  // NodeStats JSON
+    caf::replies_to<node_tree_atom, std::string, std::uint64_t>::with<std::string>,  // (tenant, max_nodes): tree_to_wire
     // (id, GenerateRequest JSON, requester, whether to stream pieces): answered by
     // messages to the requester, never by a reply.
     caf::reacts_to<node_gen_atom, std::uint64_t, std::string, ReplyListener, bool>,

@@ -135,11 +135,23 @@ struct NodeState {
   std::shared_ptr<LiveTable> table = std::make_shared<LiveTable>();
   std::shared_ptr<RunTable> runs = std::make_shared<RunTable>();
   std::map<caf::actor_addr, int> monitored;  // requesters watched for down messages
-  std::map<std::uint64_t, caf::response_promise> questions;  // stats asked, by question id
+  std::map<std::uint64_t, caf::response_promise> questions;  // stats or trees asked, by question id
   std::uint64_t next_question = 1;
   std::shared_ptr<KvForward> kv = std::make_shared<KvForward>();
   std::unique_ptr<Asker> asker = std::make_unique<Asker>();  // last: joined first when the state goes
 };
+
+// A question the runtime answers (it blocks): `answer` runs on the worker, its text
+// comes back as answer_atom and is delivered to the asker (the actor never blocks).
+template <class Self>
+caf::result<std::string> answer_on_worker(Self self, std::function<std::string()> answer) {
+  const std::uint64_t question = self->state.next_question++;
+  self->state.questions.emplace(question, self->make_response_promise());
+  self->state.asker->post([me = caf::actor_cast<NodeImpl>(self), question, answer = std::move(answer)] {
+    caf::anon_send(me, answer_atom::value, question, answer());
+  });
+  return caf::delegated<std::string>();
+}
 
 // On the worker: starts the generation; its callbacks send to the requester.
 void start(Runtime& runtime, const std::shared_ptr<LiveTable>& table, std::uint64_t id, const std::string& text,
@@ -241,15 +253,15 @@ NodeActor spawn_node_actor(caf::actor_system& system, Runtime& runtime, const No
     return {
         [self](node_info_atom) -> std::string { return self->state.info; },
         [self](node_stats_atom) -> caf::result<std::string> {
-          const std::uint64_t question = self->state.next_question++;
-          self->state.questions.emplace(question, self->make_response_promise());
-          const NodeImpl me = caf::actor_cast<NodeImpl>(self);
-          self->state.asker->post(
-              [me, question, runtime = self->state.runtime, table = self->state.table, runs = self->state.runs] {
-                caf::anon_send(me, answer_atom::value, question,
-                               to_wire(NodeStats{runtime->cache_stats(), table->size(), runs->size()}));
-              });
-          return caf::delegated<std::string>();
+          return answer_on_worker(self, [runtime = self->state.runtime, table = self->state.table,
+                                         runs = self->state.runs] {
+            return to_wire(NodeStats{runtime->cache_stats(), table->size(), runs->size()});
+          });
+        },
+        [self](node_tree_atom, const std::string& tenant, std::uint64_t max_nodes) -> caf::result<std::string> {
+          return answer_on_worker(self, [runtime = self->state.runtime, tenant, max_nodes] {
+            return tree_to_wire(runtime->cache_tree(tenant, std::size_t(max_nodes)));
+          });
         },
         [self](answer_atom, std::uint64_t question, std::string text) {
           auto it = self->state.questions.find(question);

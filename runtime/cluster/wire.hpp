@@ -9,6 +9,8 @@
 // runtime/cluster/interfaces.hpp; the actor: runtime/cluster/node_actor.hpp):
 //   (node_info_atom)                         -> string  NodeInfo JSON
 //   (node_stats_atom)                        -> string  NodeStats JSON
+//   (node_tree_atom, string tenant, u64 max_nodes) -> string  the tenant's cache tree
+//        (tree_to_wire; empty when the tenant has no cache on the node)
 //   (node_gen_atom, u64 id, string request, ReplyListener reply_to, bool pieces)
 //        the node then sends reply_to (node_piece_atom, id, string piece) per token when
 //        `pieces` (a streamed request), and exactly one (node_done_atom, id, string
@@ -36,6 +38,7 @@ namespace arbor::cluster {
 
 using node_info_atom = caf::atom_constant<caf::atom("ninfo")>;
 using node_stats_atom = caf::atom_constant<caf::atom("nstats")>;
+using node_tree_atom = caf::atom_constant<caf::atom("ntree")>;
 using node_gen_atom = caf::atom_constant<caf::atom("ngen")>;
 using node_piece_atom = caf::atom_constant<caf::atom("npiece")>;
 using node_done_atom = caf::atom_constant<caf::atom("ndone")>;
@@ -87,6 +90,10 @@ std::string to_wire(const NodeInfo& info);
 Result<NodeInfo> info_from_wire(const std::string& text);
 std::string to_wire(const NodeStats& stats);
 Result<NodeStats> stats_from_wire(const std::string& text);
+// A cache tree (Runtime::cache_tree) as {"nodes": [...]}: every field but
+// first_tokens (the snippet is decoded already) and node (the router sets it).
+std::string tree_to_wire(const std::vector<CacheTreeNode>& nodes);
+Result<std::vector<CacheTreeNode>> tree_from_wire(const std::string& text);
 std::string to_wire(const RunRequest& request);
 Result<RunRequest> run_request_from_wire(const std::string& text);
 // Every field of the event (its cache snapshot included).

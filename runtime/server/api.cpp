@@ -237,6 +237,7 @@ void Api::cache_tree(const HttpRequest& req, const ExchangePtr& ex, const Princi
     o["locks"] = n.lock_count;
     o["shared"] = n.shared_namespace;
     o["snippet"] = n.snippet;
+    if (!n.node.empty()) o["node"] = n.node;  // a cluster router's: the node holding it
     nodes.push_back(std::move(o));
   }
   nlohmann::ordered_json j;

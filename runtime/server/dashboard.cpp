@@ -167,11 +167,12 @@ function showTree(t) {
     dot.setAttribute("cx", p.x + 10); dot.setAttribute("cy", p.y + 12); dot.setAttribute("r", 5);
     dot.setAttribute("fill", n.locks > 0 ? COLORS.locked : (n.shared ? "#f0ad4e" : COLORS.cached_idle));
     const title = document.createElementNS(NS, "title");
-    title.textContent = n.tokens + " tokens at depth " + n.depth + ", " + n.hits + " hits, " + n.locks + " locks: " + n.snippet;
+    title.textContent = (n.node ? "node " + n.node + ": " : "") + n.tokens + " tokens at depth " + n.depth + ", " + n.hits + " hits, " + n.locks + " locks: " + n.snippet;
     dot.appendChild(title); svg.appendChild(dot);
     const label = document.createElementNS(NS, "text");
     label.setAttribute("x", p.x + 18); label.setAttribute("y", p.y + 9);
-    label.textContent = (n.leaves > 1 ? "\u00d7" + n.leaves + " " : "") + n.tokens + "t " + (n.snippet || "").replace(/\s+/g, " ").slice(0, 22);
+    const where = n.node && !byId.has(n.parent) ? "[" + n.node + "] " : "";  // a cluster node's top entries
+    label.textContent = where + (n.leaves > 1 ? "\u00d7" + n.leaves + " " : "") + n.tokens + "t " + (n.snippet || "").replace(/\s+/g, " ").slice(0, 22);
     svg.appendChild(label);
   });
   const box = document.getElementById("tree"); box.replaceChildren(svg);

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <span>
+#include <map>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -149,7 +151,24 @@ TEST_F(ClusterProcesses, SharedPrefixesRouteToTheNodeHoldingThem) {
   EXPECT_DOUBLE_EQ(holder["hit_ratio"].get<double>(), now_held.hit_ratio);
   EXPECT_EQ(nodes[second]["routed"], nlohmann::json::parse(R"({"prefix":0,"balance":0,"cold":1})"));
 
-  // One runtime, the same requests in the same order: the same greedy answers.
+  // The router's /v1/cache/tree: each node's tree, each entry naming its node.
+  const Reply tree = request(cluster.router->port(), "GET", "/v1/cache/tree");
+  ASSERT_EQ(tree.status, 200) << tree.body;
+  const auto entries = tree.json()["nodes"];
+  std::map<std::string, std::vector<nlohmann::json>> by_node;
+  std::map<std::uint64_t, std::string> node_of;
+  for (const auto& n : entries) {
+    by_node[n["node"]].push_back(n);
+    node_of[n["id"]] = n["node"];
+  }
+  ASSERT_EQ(by_node.size(), 2u) << tree.body;
+  ASSERT_TRUE(by_node.contains(cluster.endpoint(holders[0]))) << tree.body;
+  ASSERT_TRUE(by_node.contains(cluster.endpoint(second))) << tree.body;
+  for (const auto& n : entries)  // ids renumbered without mixing nodes
+    if (n["parent"] != 0) EXPECT_EQ(node_of[n["parent"]], n["node"]) << n.dump();
+
+  // One runtime, the same requests in the same order: the same greedy answers, and the
+  // same cache tree as the holder's part of the router's.
   auto runtime = arbor::testing::make_runtime();
   ASSERT_TRUE(runtime);
   for (std::size_t i = 0; i < questions.size(); ++i) {
@@ -158,6 +177,16 @@ TEST_F(ClusterProcesses, SharedPrefixesRouteToTheNodeHoldingThem) {
     EXPECT_EQ(answers[i].text, r->text) << "question " << i;
     EXPECT_EQ(answers[i].cached_tokens, r->cached_tokens) << "question " << i;
   }
+  auto shape = [](std::uint64_t tokens, std::uint64_t depth, std::uint64_t hits, const std::string& snippet) {
+    return std::to_string(depth) + "/" + std::to_string(tokens) + " hits " + std::to_string(hits) + ": " + snippet;
+  };
+  std::multiset<std::string> expected, routed;
+  for (const auto& n : runtime->cache_tree("default", 256))
+    expected.insert(shape(n.num_tokens, n.depth_tokens, n.hit_count, n.snippet));
+  for (const auto& n : by_node[cluster.endpoint(holders[0])])
+    routed.insert(shape(n["tokens"], n["depth"], n["hits"], n["snippet"]));
+  EXPECT_GE(expected.size(), 2u);
+  EXPECT_EQ(routed, expected);
   auto r = runtime->generate(chat_request(document(2), questions[0], 8));
   ASSERT_TRUE(r);
   EXPECT_EQ(other.text, r->text);

@@ -27,11 +27,12 @@ using u64 = std::uint64_t;
 
 static_assert(answers<NodeActor, std::string, node_info_atom>);
 static_assert(answers<NodeActor, std::string, node_stats_atom>);
+static_assert(answers<NodeActor, std::string, node_tree_atom, std::string, u64>);  // (tenant, max_nodes)
 static_assert(answers<NodeActor, void, node_gen_atom, u64, std::string, ReplyListener, bool>);
 static_assert(answers<NodeActor, void, node_cancel_atom, u64, ReplyListener>);
 static_assert(answers<NodeActor, void, node_run_atom, u64, std::string, RunListener>);
 static_assert(answers<NodeActor, void, node_run_cancel_atom, u64, RunListener>);
-static_assert(caf::detail::tl_size<caf::signatures_of_t<NodeActor>>::value == 7);
+static_assert(caf::detail::tl_size<caf::signatures_of_t<NodeActor>>::value == 8);
 static_assert(!takes<NodeActor, node_run_atom, u64, std::string, ReplyListener>);  // a run's events need a RunListener
 static_assert(answers<RunListener, void, node_run_event_atom, u64, std::string>);
 static_assert(answers<RunListener, void, node_run_done_atom, u64, std::string>);
