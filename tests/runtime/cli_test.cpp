@@ -70,11 +70,15 @@ struct Streams {
 };
 
 Streams run_streams(const std::string& args) {
-  const std::string err_file = std::string(ARBOR_BINARY_DIR) + "/cli_test_stderr.txt";
+  // One file per process: ctest runs the Cli tests as parallel processes.
+  const std::string err_file = std::string(ARBOR_BINARY_DIR) + "/cli_test_stderr_" + std::to_string(getpid()) + ".txt";
   Output o = run_keeping_stderr(args + " 2>" + err_file);
   Streams s{o.status, o.out, ""};
-  std::ifstream in(err_file, std::ios::binary);
-  s.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  {
+    std::ifstream in(err_file, std::ios::binary);
+    s.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::filesystem::remove(err_file);
   return s;
 }
 
