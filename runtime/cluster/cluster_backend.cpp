@@ -457,7 +457,8 @@ struct ClusterBackend::State {
     return lost;
   }
 
-  // "attempt 2 of 3, on HOST:PORT: the run started again (HOST:PORT went down)".
+  // "attempt 2 of 3, on HOST:PORT: the run started again, every agent from the
+  // beginning (HOST:PORT went down)": the nodes lost so far, in order.
   static std::string retry_marker(const Run& run, const std::string& node) {
     std::string lost;
     for (const auto& at : run.lost) lost += (lost.empty() ? "" : ", ") + at;

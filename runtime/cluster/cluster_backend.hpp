@@ -1,5 +1,6 @@
 // `arbor serve --nodes HOST:PORT,...`: the HTTP server's Backend over `arbor node`
-// processes, reached through CAF's middleman (caf::io::remote_actor). The server's
+// processes, reached through CAF's middleman (caf::io::remote_actor; inside mutual TLS
+// with ClusterOptions::tls, runtime/cluster/cluster_tls.hpp). The server's
 // routes, auth, admission, streaming and metrics are the single-process ones; each
 // generation runs on the node runtime/cluster/route_policy.hpp chooses.
 //
