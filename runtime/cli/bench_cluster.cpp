@@ -29,6 +29,7 @@
 #include "runtime/chat_prompt.hpp"
 #include "runtime/cli/bench.hpp"
 #include "runtime/cli/child_process.hpp"
+#include "runtime/cli/cluster_tls_options.hpp"
 #include "runtime/cli/options.hpp"
 #include "runtime/cli/runtime_options.hpp"
 #include "runtime/cluster/cluster_backend.hpp"
@@ -45,15 +46,17 @@ struct ClusterBenchOptions {
   int nodes = 3, docs = 4, requests = 24, agents = 4, concurrency = 6, max_tokens = 8, node_threads = 1,
       node_kv_mb = 64;
   RuntimeOptions runtime;  // --model
+  cluster::ClusterTls tls;  // --cluster-*: nodes and router over mutual TLS
   bool runs() const { return workload == "runs"; }
 };
 
 // An `arbor node` child on a free loopback port; SIGTERMed (then reaped) when it goes.
 Result<ChildProcess> start_node(const std::string& exe, const ClusterBenchOptions& o, const std::string& model) {
-  return ChildProcess::start({.argv = {exe, "node", "--listen", "127.0.0.1:0", "--model", model, "--threads",
-                                       std::to_string(o.node_threads), "--kv-mem", std::to_string(o.node_kv_mb)},
-                              .port_marker = "listening on 127.0.0.1:",
-                              .stop_seconds = 60});
+  std::vector<std::string> argv = {exe,         "node", "--listen", "127.0.0.1:0", "--model", model, "--threads",
+                                   std::to_string(o.node_threads), "--kv-mem", std::to_string(o.node_kv_mb)};
+  if (o.tls.enabled())
+    argv.insert(argv.end(), {"--cluster-cert", o.tls.certificate, "--cluster-key", o.tls.key, "--cluster-ca", o.tls.ca});
+  return ChildProcess::start({.argv = std::move(argv), .port_marker = "listening on 127.0.0.1:", .stop_seconds = 60});
 }
 
 std::string document(int n) {
@@ -162,6 +165,7 @@ Result<Figures> measure(cluster::Routing routing, const std::string& exe, const 
   cluster::ClusterOptions options;
   options.routing = routing;
   options.model_path = model;
+  options.tls = o.tls;
   for (int i = 0; i < o.nodes; ++i) {
     auto node = start_node(exe, o, model);
     if (!node) return std::unexpected(node.error());
@@ -247,6 +251,8 @@ std::size_t ideal_computed(const DocumentPrompts& prompts, const ClusterBenchOpt
 int run(const ClusterBenchOptions& o) {
   RuntimeConfig config;
   o.runtime.apply(config);
+  if (auto tls = cluster::check_cluster_tls(o.tls); !tls)
+    return std::fprintf(stderr, "arbor bench cluster: %s\n", tls.error().message.c_str()), kExitInvalid;
   std::error_code ec;
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (ec) return std::fprintf(stderr, "arbor bench cluster: cannot find this executable: %s\n", ec.message().c_str()), kExitFailed;
@@ -255,8 +261,9 @@ int run(const ClusterBenchOptions& o) {
   const std::size_t ideal = ideal_computed(*prompts, o, std::size_t(config.page_size));
   const std::string jobs = o.runs() ? "workflow runs of " + std::to_string(o.agents) + " agents" : "chat requests";
   std::printf("arbor bench cluster: %d nodes (%d threads, %d MiB KV each), %d %s over %d documents, %d at a "
-              "time, max_tokens %d, greedy\n",
-              o.nodes, o.node_threads, o.node_kv_mb, o.requests, jobs.c_str(), o.docs, o.concurrency, o.max_tokens);
+              "time, max_tokens %d, greedy, %s\n",
+              o.nodes, o.node_threads, o.node_kv_mb, o.requests, jobs.c_str(), o.docs, o.concurrency, o.max_tokens,
+              o.tls.enabled() ? "mutual TLS" : "plain TCP");
   std::printf("%-12s %8s %9s %7s %9s %6s %8s %6s\n", "routing", "prompt", "computed", "ideal", "comp/ideal", "hit",
               "wall_s", "failed");
   double hit[2] = {0, 0};
@@ -305,6 +312,7 @@ Runner setup_bench_cluster(CLI::App& app) {
   app.add_option("--node-kv-mem", o->node_kv_mb, "KV pool per node, MiB")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
+  declare_cluster_tls(app, o->tls);
   o->runtime.declare(app, kModelFlag);
   return [o] { return run(*o); };
 }

@@ -78,7 +78,17 @@ std::optional<RouteChoice> choose_node(std::span<const NodeLoad> nodes, std::siz
   if (!best) return std::nullopt;
   const auto& b = nodes[*best];
   const auto& l = nodes[*least];
-  if (b.matched_tokens == 0) return RouteChoice{*least, RouteKind::cold, l.matched_tokens};
+  if (b.matched_tokens == 0) {
+    std::size_t roomiest = *least;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto& n = nodes[i];
+      if (n.up && n.inflight <= l.inflight + overload_margin &&
+          (n.indexed_pages < nodes[roomiest].indexed_pages ||
+           (n.indexed_pages == nodes[roomiest].indexed_pages && n.inflight < nodes[roomiest].inflight)))
+        roomiest = i;
+    }
+    return RouteChoice{roomiest, RouteKind::cold, 0};
+  }
   if (b.inflight > l.inflight + overload_margin) return RouteChoice{*least, RouteKind::balance, l.matched_tokens};
   return RouteChoice{*best, RouteKind::prefix, b.matched_tokens};
 }

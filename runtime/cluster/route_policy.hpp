@@ -17,7 +17,11 @@
 //   1. best = the up node with the longest matched prefix (ties: fewer in flight, then
 //      lower index); least = the up node with the fewest requests in flight (ties:
 //      fewer indexed pages, i.e. the emptiest cache, then lower index).
-//   2. No node matches a single page -> least ("cold").
+//   2. No node matches a single page ("cold") -> the emptiest cache (fewest indexed
+//      pages; ties: fewer in flight, then lower index) among the up nodes with at most
+//      `overload_margin` requests in flight beyond least: a new prefix goes where there
+//      is most room, so the cluster holds every document once and none evicts
+//      another's; the margin bounds the queueing, as in rule 3.
 //   3. best has more than `overload_margin` requests in flight beyond least -> least
 //      ("balance"): queueing behind a busy node costs more than recomputing the prefix.
 //   4. Otherwise best ("prefix").

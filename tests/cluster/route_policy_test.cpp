@@ -106,12 +106,19 @@ TEST(ClusterChooseNode, LongestPrefixWinsUnlessOverloaded) {
   EXPECT_EQ(c->matched_tokens, 0u);
 }
 
-TEST(ClusterChooseNode, ColdRequestsGoToTheLeastLoadedThenEmptiestNode) {
+TEST(ClusterChooseNode, ColdRequestsGoToTheEmptiestCacheUnlessItIsOverloaded) {
   std::vector<NodeLoad> nodes = {{true, 0, 0, 30}, {true, 0, 0, 10}, {true, 1, 0, 0}};
   auto c = choose_node(nodes, 4);
   ASSERT_TRUE(c);
-  EXPECT_EQ(c->node, 1u);  // fewest in flight (0), then fewest indexed pages
+  EXPECT_EQ(c->node, 2u);  // fewest indexed pages; 1 in flight is within the margin
   EXPECT_EQ(c->kind, RouteKind::cold);
+  nodes[2].inflight = 5;  // 5 > 0 + 4: overloaded, the next emptiest
+  c = choose_node(nodes, 4);
+  EXPECT_EQ(c->node, 1u);
+  nodes[0].indexed_pages = 10;  // equal pages: fewer in flight, then lower index
+  nodes[0].inflight = 1;
+  c = choose_node(nodes, 4);
+  EXPECT_EQ(c->node, 1u);
   // Equal prefixes: the one with fewer in flight.
   nodes = {{true, 3, 32, 0}, {true, 1, 32, 0}, {true, 2, 16, 0}};
   c = choose_node(nodes, 4);
