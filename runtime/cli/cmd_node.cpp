@@ -34,8 +34,6 @@ struct NodeOptions {
   RuntimeOptions runtime;
 };
 
-bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "::1" || host == "localhost"; }
-
 int run_node(const NodeOptions& o) {
   auto at = cluster::parse_endpoint(o.listen, true);
   if (!at) return std::fprintf(stderr, "arbor node: --listen: %s\n", at.error().message.c_str()), kExitInvalid;

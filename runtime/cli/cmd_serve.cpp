@@ -35,8 +35,6 @@ constexpr const char* kFooter =
     "A flag given on the command line overrides the file; the defaults shown apply to what neither sets.\n"
     "SIGINT/SIGTERM drain, then exit. Exit codes: 0 stopped by a signal, 1 could not start, 2 invalid input.";
 
-bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "::1" || host == "localhost"; }
-
 struct ServeOptions {
   server::ServerConfig defaults;  // bound to the flags: the help shows its values
   std::string config_file;

@@ -23,6 +23,9 @@ CLI::Validator integer_list_in(int min, int max);
 // The integers of a list that integer_list_in accepted.
 std::vector<int> parse_integer_list(const std::string& text);
 
+// 127.0.0.1, ::1 or localhost: where `serve` without keys and `node` without TLS may listen.
+inline bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "::1" || host == "localhost"; }
+
 // Settings every subcommand's app gets from main: help layout, and "the last
 // occurrence of a repeated single-value option wins" (the old parser's rule).
 void configure_app(CLI::App& app);
