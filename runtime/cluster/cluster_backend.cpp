@@ -801,23 +801,11 @@ Result<std::shared_ptr<server::RunControl>> ClusterBackend::start_run(const std:
 std::string ClusterBackend::run_json(const RunResult& result) const { return to_json(result); }
 
 CacheStats ClusterBackend::cache_stats() const {
-  std::vector<std::pair<NodeActor, Endpoint>> up;
-  {
-    std::lock_guard lock(state_->mu);
-    for (const auto& n : state_->nodes)
-      if (n.up) up.emplace_back(n.actor, n.endpoint);
-  }
   CacheStats total;
-  for (const auto& [actor, at] : up) {
-    auto text = ask(*state_->system, actor, at, node_stats_atom::value, std::chrono::seconds(2));
-    if (!text) continue;
-    auto stats = stats_from_wire(*text);
+  for (const auto& stats : ask_node_stats()) {
     if (!stats) continue;
     const auto& s = stats->cache;
-    total.prompt_tokens += s.prompt_tokens;
-    total.cached_tokens += s.cached_tokens;
-    total.computed_tokens += s.computed_tokens;
-    total.generated_tokens += s.generated_tokens;
+    total.usage() += s.usage();
     total.warmup_tokens += s.warmup_tokens;
     total.pages_total += s.pages_total;
     total.pages_used += s.pages_used;
@@ -837,7 +825,7 @@ CacheStats ClusterBackend::cache_stats() const {
       to.num_sequences += t.num_sequences;
     }
   }
-  total.hit_ratio = total.prompt_tokens ? double(total.cached_tokens) / double(total.prompt_tokens) : 0.0;
+  total.hit_ratio = hit_ratio(total.usage());
   return total;
 }
 

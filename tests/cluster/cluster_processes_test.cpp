@@ -150,6 +150,20 @@ TEST_F(ClusterProcesses, SharedPrefixesRouteToTheNodeHoldingThem) {
   EXPECT_EQ(holder["pages_total"], now_held.pages_total);
   EXPECT_DOUBLE_EQ(holder["hit_ratio"].get<double>(), now_held.hit_ratio);
   EXPECT_EQ(nodes[second]["routed"], nlohmann::json::parse(R"({"prefix":0,"balance":0,"cold":1})"));
+  // Its "global" figures are the nodes' own, summed.
+  const auto global = stats.json()["global"];
+  std::uint64_t prompt = 0, cached = 0;
+  int pages = 0;
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
+    const auto s = cluster.stats(i).cache;
+    prompt += s.prompt_tokens;
+    cached += s.cached_tokens;
+    pages += s.pages_total;
+  }
+  EXPECT_EQ(global["prompt_tokens"], prompt);
+  EXPECT_EQ(global["cached_tokens"], cached);
+  EXPECT_EQ(global["pages_total"], pages);
+  EXPECT_DOUBLE_EQ(global["hit_ratio"].get<double>(), double(cached) / double(prompt));
 
   // The router's /v1/cache/tree: each node's tree, each entry naming its node.
   const Reply tree = request(cluster.router->port(), "GET", "/v1/cache/tree");
