@@ -70,6 +70,8 @@ struct CacheTreeNode {
   std::string node = {};  // on a cluster router: the node whose cache holds it ("HOST:PORT"); "" in one process
 };
 
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CacheTreeNode, id, parent_id, num_tokens, depth_tokens, hit_count, lock_count,
+                                   shared_namespace, snippet, first_tokens, node)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TenantCacheStats, lookups, hit_tokens, miss_tokens, inserted_tokens,
                                    evicted_pages, used_pages, quota_pages, num_sequences)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CacheStats, prompt_tokens, cached_tokens, computed_tokens, generated_tokens,

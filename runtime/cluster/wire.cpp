@@ -174,30 +174,13 @@ Result<NodeStats> stats_from_wire(const std::string& text) {
   });
 }
 
-std::string tree_to_wire(const std::vector<CacheTreeNode>& nodes) {
-  Json list = Json::array();
-  for (const auto& n : nodes)
-    list.push_back({{"id", n.id}, {"parent_id", n.parent_id}, {"num_tokens", n.num_tokens},
-                    {"depth_tokens", n.depth_tokens}, {"hit_count", n.hit_count}, {"lock_count", n.lock_count},
-                    {"shared_namespace", n.shared_namespace}, {"snippet", n.snippet}});
-  return dump({{"nodes", list}});
-}
+std::string tree_to_wire(const std::vector<CacheTreeNode>& nodes) { return dump({{"nodes", Json(nodes)}}); }
 
 Result<std::vector<CacheTreeNode>> tree_from_wire(const std::string& text) {
   auto j = parse(text, "cache tree");
   if (!j) return std::unexpected(j.error());
   return guarded("cache tree", [&]() -> Result<std::vector<CacheTreeNode>> {
-    std::vector<CacheTreeNode> nodes;
-    for (const auto& n : j->at("nodes"))
-      nodes.push_back({.id = n.at("id"),
-                       .parent_id = n.at("parent_id"),
-                       .num_tokens = n.at("num_tokens"),
-                       .depth_tokens = n.at("depth_tokens"),
-                       .hit_count = n.at("hit_count"),
-                       .lock_count = n.at("lock_count"),
-                       .shared_namespace = n.at("shared_namespace"),
-                       .snippet = n.at("snippet")});
-    return nodes;
+    return j->at("nodes").get<std::vector<CacheTreeNode>>();
   });
 }
 

@@ -90,8 +90,8 @@ std::string to_wire(const NodeInfo& info);
 Result<NodeInfo> info_from_wire(const std::string& text);
 std::string to_wire(const NodeStats& stats);
 Result<NodeStats> stats_from_wire(const std::string& text);
-// A cache tree (Runtime::cache_tree) as {"nodes": [...]}: every field but
-// first_tokens (the snippet is decoded already) and node (the router sets it).
+// A cache tree (Runtime::cache_tree) as {"nodes": [...]}, every field (common/cache_stats.hpp's
+// JSON names); the router sets `node` on what it receives.
 std::string tree_to_wire(const std::vector<CacheTreeNode>& nodes);
 Result<std::vector<CacheTreeNode>> tree_from_wire(const std::string& text);
 std::string to_wire(const RunRequest& request);
