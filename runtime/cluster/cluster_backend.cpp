@@ -47,12 +47,13 @@ Result<NodeActor> connect_node(caf::actor_system& system, const Endpoint& node) 
                                             " is not an `arbor node` of this arbor build (its actor interface differs "
                                             "from this router's); run this build's `arbor node --listen " +
                                             node.text() + "` there");
-  // A TLS node drops a plain router during the handshake, and a TLS router cannot
-  // speak to a plain node (or one that refused its certificate) at all.
+  // A TLS node drops a plain router during the handshake. A TLS router is dropped there
+  // by a node that refused its certificate, and by a plain node (which reads the TLS
+  // hello as garbage; or it fails to connect at all, timing decides).
   std::string hint = "; start it with `arbor node --listen " + node.text() + "`";
   if (actor.error() == caf::sec::disconnect_during_handshake)
-    hint = uses_tls(system) ? "; the node refused this router's certificate: both need certificates from the same "
-                              "--cluster-ca"
+    hint = uses_tls(system) ? "; the node refused this router's certificate, or runs without TLS: both need "
+                              "--cluster-cert/--cluster-key with certificates from the same --cluster-ca"
                             : "; the node requires TLS: give the router --cluster-cert, --cluster-key and --cluster-ca";
   else if (uses_tls(system))
     hint += " and the same --cluster-ca as this router (a node without TLS cannot be reached over it)";
