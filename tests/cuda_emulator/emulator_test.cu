@@ -1,0 +1,202 @@
+// The CUDA emulator against what CUDA defines: block barriers and shared memory, the
+// four warp shuffles, launch-configuration errors, a kernel that would hang or read an
+// exited lane (stops with a message), device-memory checks, half rounding and
+// cublasSgemm's column-major transpositions (against a naive row-major product).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstdint>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+namespace {
+
+// The emulated device is visible only where asked for (cuda_emulator.hpp).
+const bool device_visible = setenv("ARBOR_CUDA_EMULATOR_DEVICES", "1", 0) == 0;
+
+template <class T>
+T* device_copy(const std::vector<T>& host) {
+  T* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, host.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  return d;
+}
+
+template <class T>
+std::vector<T> host_copy(const T* d, std::size_t n) {
+  std::vector<T> host(n);
+  EXPECT_EQ(cudaMemcpy(host.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return host;
+}
+
+__device__ float warp_total(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// out[block] = sum of the block's inputs: warp sums, then shared memory and a barrier.
+__global__ void block_sum_kernel(const float* in, float* out) {
+  __shared__ float partial[32];
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const float v = warp_total(in[i]);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0;
+    for (unsigned w = 0; w < blockDim.x / 32; ++w) total += partial[w];
+    out[blockIdx.x] = total;
+  }
+}
+
+TEST(CudaEmulator, BlocksReduceThroughSharedMemoryAfterABarrier) {
+  for (const int threads : {32, 96, 1024}) {
+    const int blocks = 3;
+    std::vector<float> in(std::size_t(blocks * threads));
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = float(i % 7) - 2.f;
+    float* d_in = device_copy(in);
+    float* d_out = device_copy(std::vector<float>(blocks));
+    block_sum_kernel<<<blocks, threads>>>(d_in, d_out);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    const std::vector<float> out = host_copy(d_out, blocks);
+    for (int b = 0; b < blocks; ++b) {
+      float want = 0;
+      for (int t = 0; t < threads; ++t) want += in[std::size_t(b * threads + t)];
+      EXPECT_EQ(out[std::size_t(b)], want) << "block " << b << " of " << threads << " threads";
+    }
+    cudaFree(d_in);
+    cudaFree(d_out);
+  }
+}
+
+// out[4 * lane + k]: what lane `lane` receives from each shuffle of its lane number.
+__global__ void shuffles_kernel(int* out) {
+  const int lane = int(threadIdx.x);
+  out[4 * lane + 0] = __shfl_xor_sync(0xffffffffu, lane, 5);
+  out[4 * lane + 1] = __shfl_down_sync(0xffffffffu, lane, 3);
+  out[4 * lane + 2] = __shfl_up_sync(0xffffffffu, lane, 2);
+  out[4 * lane + 3] = __shfl_sync(0xffffffffu, lane, 7);
+}
+
+TEST(CudaEmulator, ShufflesReadTheLanesCudaDefines) {
+  int* d = device_copy(std::vector<int>(128));
+  shuffles_kernel<<<1, 32>>>(d);
+  const std::vector<int> out = host_copy(d, 128);
+  for (int lane = 0; lane < 32; ++lane) {
+    EXPECT_EQ(out[std::size_t(4 * lane)], lane ^ 5);
+    EXPECT_EQ(out[std::size_t(4 * lane + 1)], lane + 3 < 32 ? lane + 3 : lane);  // out of range: own value
+    EXPECT_EQ(out[std::size_t(4 * lane + 2)], lane >= 2 ? lane - 2 : lane);
+    EXPECT_EQ(out[std::size_t(4 * lane + 3)], 7);
+  }
+  cudaFree(d);
+}
+
+// Each thread changes its own copy of a by-value parameter.
+__global__ void private_params_kernel(int base, int* out) {
+  base += int(threadIdx.x);
+  out[threadIdx.x] = base;
+}
+
+TEST(CudaEmulator, EveryThreadHasItsOwnCopyOfTheParameters) {
+  int* d = device_copy(std::vector<int>(8));
+  private_params_kernel<<<1, 8>>>(100, d);
+  const std::vector<int> out = host_copy(d, 8);
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(out[std::size_t(t)], 100 + t);
+  cudaFree(d);
+}
+
+TEST(CudaEmulator, ABadLaunchConfigurationIsTheLastErrorAndRunsNothing) {
+  int* d = device_copy(std::vector<int>(8, -1));
+  private_params_kernel<<<1, 2048>>>(0, d);  // more than 1024 threads per block
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // read once, then cleared
+  private_params_kernel<<<0, 8>>>(0, d);       // an empty grid
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(host_copy(d, 8), std::vector<int>(8, -1));
+  cudaFree(d);
+}
+
+__global__ void early_exit_then_barrier_kernel(int* out) {
+  if (threadIdx.x == 0) return;
+  __syncthreads();  // thread 0 never arrives
+  out[threadIdx.x] = 1;
+}
+
+__global__ void shuffle_with_exited_lane_kernel(int* out) {
+  if (threadIdx.x == 3) return;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, int(threadIdx.x), 1);
+}
+
+TEST(CudaEmulatorDeathTest, AKernelThatWouldHangStopsWithTheLaunchSite) {
+  int* d = device_copy(std::vector<int>(64));
+  EXPECT_DEATH(early_exit_then_barrier_kernel<<<1, 64>>>(d), "emulator_test.cu:[0-9]+ deadlocked in block");
+  EXPECT_DEATH(shuffle_with_exited_lane_kernel<<<1, 32>>>(d), "lanes that have exited");
+  cudaFree(d);
+}
+
+TEST(CudaEmulator, CopiesCheckWhichSideIsDeviceMemory) {
+  std::vector<float> host(16, 1.f);
+  float* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 16 * sizeof(float)), cudaSuccess);
+  EXPECT_TRUE(std::isnan(host_copy(d, 1)[0])) << "fresh device memory is not zeroed";
+  EXPECT_EQ(cudaMemcpy(host.data(), d, 16 * sizeof(float), cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(d, host.data(), 17 * sizeof(float), cudaMemcpyHostToDevice), cudaErrorInvalidValue)
+      << "one float past the allocation";
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFree(host.data()), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  void* huge = nullptr;
+  EXPECT_EQ(cudaMalloc(&huge, std::size_t(1) << 40), cudaErrorMemoryAllocation);
+  EXPECT_EQ(huge, nullptr);
+  cudaGetLastError();
+}
+
+TEST(CudaEmulator, HalfConversionRoundsToNearestEven) {
+  EXPECT_EQ(__half_as_ushort(__float2half_rn(1.f)), 0x3C00);
+  EXPECT_EQ(__half_as_ushort(__float2half_rn(1.f + std::ldexp(1.f, -11))), 0x3C00);  // a tie: to even
+  EXPECT_EQ(__half_as_ushort(__float2half_rn(1.f + 3 * std::ldexp(1.f, -11))), 0x3C02);
+  EXPECT_EQ(__half_as_ushort(__float2half_rn(65504.f)), 0x7BFF);
+  EXPECT_EQ(__half_as_ushort(__float2half_rn(1e6f)), 0x7C00);  // overflow: infinity
+  EXPECT_EQ(__half2float(__ushort_as_half(0x0001)), std::ldexp(1.f, -24));  // smallest subnormal
+  EXPECT_EQ(__half2float(__ushort_as_half(0xC000)), -2.f);
+}
+
+// Row-major reference: c[i][j] = sum_p a(i, p) b(p, j).
+TEST(CudaEmulator, SgemmTransposesAsCublasDoes) {
+  const int m = 3, n = 4, k = 5;
+  // Column-major storage of op(A) = A^T: A stored as k x m (lda k); op(B) = B: k x n (ldb k).
+  std::vector<float> a_stored(std::size_t(k * m)), b_stored(std::size_t(k * n));
+  for (std::size_t i = 0; i < a_stored.size(); ++i) a_stored[i] = float(i) * 0.5f - 3.f;
+  for (std::size_t i = 0; i < b_stored.size(); ++i) b_stored[i] = float(i % 5) - 1.f;
+  cublasHandle_t handle = nullptr;
+  ASSERT_TRUE(device_visible);
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  float* da = device_copy(a_stored);
+  float* db = device_copy(b_stored);
+  float* dc = device_copy(std::vector<float>(std::size_t(m * n), NAN));  // beta 0: never read
+  const float one = 1.f, zero = 0.f;
+  ASSERT_EQ(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, da, k, db, k, &zero, dc, m),
+            CUBLAS_STATUS_SUCCESS);
+  const std::vector<float> c = host_copy(dc, std::size_t(m * n));
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float want = 0;
+      for (int p = 0; p < k; ++p) want += a_stored[std::size_t(i * k + p)] * b_stored[std::size_t(j * k + p)];
+      EXPECT_FLOAT_EQ(c[std::size_t(j * m + i)], want) << i << "," << j;
+    }
+  EXPECT_EQ(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, da, k - 1, db, k, &zero, dc, m),
+            CUBLAS_STATUS_INVALID_VALUE)
+      << "lda below op(A)'s stored rows";
+  EXPECT_EQ(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a_stored.data(), m, db, k, &zero, dc, m),
+            CUBLAS_STATUS_EXECUTION_FAILED)
+      << "a host pointer";
+  cublasDestroy(handle);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+}
+
+}  // namespace

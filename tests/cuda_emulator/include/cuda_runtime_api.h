@@ -1,0 +1,3 @@
+// The CUDA emulator's stand-in for the toolkit's cuda_runtime_api.h (see cuda_emulator.hpp).
+#pragma once
+#include "cuda_emulator.hpp"

@@ -1,0 +1,20 @@
+// What the emulator's parts share (not part of the emulated API).
+#pragma once
+
+#include <cstddef>
+
+#include "cuda_emulator.hpp"
+
+namespace cuda_emulator {
+
+// Records `e` as the last error (cudaGetLastError returns and clears it) and returns it.
+cudaError_t set_last_error(cudaError_t e);
+
+// True when [p, p + bytes) lies inside one live cudaMalloc allocation.
+bool is_device_range(const void* p, std::size_t bytes);
+
+// Prints "cuda emulator: <message>" to stderr and aborts: a kernel did what CUDA leaves
+// undefined (a deadlock, a shuffle with an absent lane), so nothing after it can be trusted.
+[[noreturn]] void fatal(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace cuda_emulator

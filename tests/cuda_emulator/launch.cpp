@@ -1,0 +1,303 @@
+// Kernel execution: each block's threads are fibers on the launching thread, resumed
+// round-robin; a fiber gives way only at a barrier (__syncthreads, a warp shuffle), so
+// between barriers every thread runs as far as CUDA lets it. Blocks run one after
+// another. A warp shuffle is a barrier of 32 fibers, and kernels shuffle in their inner
+// loops, so the switch is a few instructions (below) rather than swapcontext's system call.
+#include <sys/mman.h>
+
+#include <bit>
+#include <cstdio>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+#include "internal.hpp"
+
+// switch_stack(&saved, next): pushes the callee-saved registers (System V x86-64: rbp,
+// rbx, r12-r15, the SSE and x87 control words) on the current stack, stores the stack
+// pointer in *saved, loads `next` and pops what was saved there.
+extern "C" void cuda_emulator_switch_stack(void** saved, void* next);
+asm(R"(
+  .text
+  .globl cuda_emulator_switch_stack
+  .type cuda_emulator_switch_stack, @function
+cuda_emulator_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size cuda_emulator_switch_stack, .-cuda_emulator_switch_stack
+  .section .note.GNU-stack,"",@progbits
+  .text
+)");
+
+namespace cuda_emulator {
+namespace {
+
+// Per fiber: kernels keep small arrays in registers on a GPU, on this stack here (and
+// sanitizer builds make frames several times larger).
+constexpr std::size_t kStackBytes = 256 << 10;
+constexpr int kMaxThreadsPerBlock = 1024;
+
+struct Fiber {
+  void* sp = nullptr;  // the saved stack pointer while the fiber is switched out
+  char* stack = nullptr;
+  void* fake_stack = nullptr;  // AddressSanitizer's, while switched out
+  ThreadIndex index;
+  int linear = 0;  // thread index within the block, x fastest
+  bool done = false;
+};
+
+struct Barrier {
+  int arrived = 0;
+  unsigned generation = 0;
+};
+
+struct Warp {
+  Barrier barrier;
+  unsigned mask = 0;       // the mask of the exchange in progress
+  unsigned present = 0;    // lanes that exist (the last warp of a block may be partial)
+  unsigned exited = 0;
+  std::uint64_t slots[2][32] = {};  // by generation parity: a lane may read the last
+                                    // exchange while faster lanes write the next
+};
+
+// One block in execution on this OS thread.
+struct BlockRun {
+  const LaunchConfig* config = nullptr;
+  void (*body)(void*) = nullptr;
+  void* context = nullptr;
+  std::vector<Fiber> fibers;
+  std::vector<Warp> warps;
+  Barrier block_barrier;
+  int live = 0;
+  std::uint64_t progress = 0;  // arrivals and exits: no progress in a whole round = deadlock
+  void* scheduler_sp = nullptr;
+  void* scheduler_fake_stack = nullptr;
+  const void* scheduler_stack = nullptr;  // the launching thread's stack, for the sanitizer
+  std::size_t scheduler_stack_bytes = 0;
+  Fiber* running = nullptr;
+};
+
+thread_local BlockRun* active = nullptr;
+
+// Fiber stacks, mapped once per OS thread and reused by every launch.
+struct Stacks {
+  char* base = nullptr;
+  std::size_t count = 0;
+  char* stack(std::size_t i) {
+    if (i >= count) grow(i + 1);
+    return base + i * kStackBytes;
+  }
+  void grow(std::size_t n) {
+    if (base != nullptr) munmap(base, count * kStackBytes);
+    n = std::max<std::size_t>(n, kMaxThreadsPerBlock);
+    void* p = mmap(nullptr, n * kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) fatal("cannot map %zu fiber stacks", n);
+    base = static_cast<char*>(p);
+    count = n;
+  }
+  ~Stacks() {
+    if (base != nullptr) munmap(base, count * kStackBytes);
+  }
+};
+thread_local Stacks stacks;
+
+const char* where() { return active != nullptr ? active->config->file : "?"; }
+int line() { return active != nullptr ? active->config->line : 0; }
+
+// AddressSanitizer must be told of every stack switch (a null save: the fiber ends).
+void before_switch(void** fake_stack_save, const void* to_stack, std::size_t to_bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake_stack_save, to_stack, to_bytes);
+#endif
+}
+void after_switch(void* fake_stack, const void** from_stack, std::size_t* from_bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake_stack, from_stack, from_bytes);
+#endif
+}
+
+// From the running fiber back to the scheduler, until the scheduler resumes it.
+void yield() {
+  BlockRun& run = *active;
+  Fiber& f = *run.running;
+  before_switch(&f.fake_stack, run.scheduler_stack, run.scheduler_stack_bytes);
+  cuda_emulator_switch_stack(&f.sp, run.scheduler_sp);
+  after_switch(f.fake_stack, &run.scheduler_stack, &run.scheduler_stack_bytes);
+}
+
+// Where a new fiber starts (entered by the switch's `ret`); it never returns: at the end
+// it switches to the scheduler for good.
+[[noreturn]] void fiber_main() {
+  BlockRun& run = *active;
+  after_switch(nullptr, &run.scheduler_stack, &run.scheduler_stack_bytes);
+  run.body(run.context);
+  Fiber& f = *run.running;
+  f.done = true;
+  --run.live;
+  ++run.progress;
+  run.warps[std::size_t(f.linear / 32)].exited |= 1u << (f.linear % 32);
+  before_switch(nullptr, run.scheduler_stack, run.scheduler_stack_bytes);
+  void* discarded = nullptr;
+  cuda_emulator_switch_stack(&discarded, run.scheduler_sp);
+  __builtin_unreachable();
+}
+
+// A fresh fiber's stack, as cuda_emulator_switch_stack expects to pop it: the control
+// words, six registers, then fiber_main as the return address. fiber_main is entered
+// with the stack 8 bytes off 16-byte alignment, as after a call.
+void start_fiber(Fiber& f, char* stack) {
+  f.stack = stack;
+  auto** sp = reinterpret_cast<void**>(stack + kStackBytes);  // 16-byte aligned
+  *--sp = nullptr;                                  // fiber_main's (unused) return address
+  *--sp = reinterpret_cast<void*>(&fiber_main);
+  for (int r = 0; r < 6; ++r) *--sp = nullptr;      // rbp, rbx, r12-r15
+  *--sp = reinterpret_cast<void*>(std::uintptr_t(0x037F) << 32 | 0x1F80);  // x87 and SSE defaults
+  f.sp = sp;
+}
+
+// From the scheduler into fiber `f`, until it yields or ends.
+void resume(BlockRun& run, Fiber& f) {
+  run.running = &f;
+  current_thread = &f.index;
+  before_switch(&run.scheduler_fake_stack, f.stack, kStackBytes);
+  cuda_emulator_switch_stack(&run.scheduler_sp, f.sp);
+  after_switch(run.scheduler_fake_stack, nullptr, nullptr);
+}
+
+void wait_for(Barrier& b, int expected) {
+  const unsigned generation = b.generation;
+  ++active->progress;
+  if (++b.arrived == expected) {
+    b.arrived = 0;
+    ++b.generation;
+    return;
+  }
+  while (b.generation == generation) yield();
+}
+
+[[noreturn]] void deadlock(const BlockRun& run) {
+  int at_barrier = 0;
+  for (const Fiber& f : run.fibers) at_barrier += f.done ? 0 : 1;
+  const ThreadIndex& i = run.fibers.front().index;
+  fatal("the kernel launched at %s:%d deadlocked in block (%u,%u,%u): %d of its %zu threads wait at a barrier "
+        "(__syncthreads or a warp shuffle) that the other %zu, which have exited or wait elsewhere, never reach",
+        run.config->file, run.config->line, i.block.x, i.block.y, i.block.z, at_barrier, run.fibers.size(),
+        run.fibers.size() - std::size_t(at_barrier));
+}
+
+void run_block(BlockRun& run) {
+  while (run.live > 0) {
+    const std::uint64_t before = run.progress;
+    for (Fiber& f : run.fibers) {
+      if (f.done) continue;
+      resume(run, f);
+    }
+    if (run.live > 0 && run.progress == before) deadlock(run);
+  }
+  current_thread = nullptr;
+}
+
+const char* bad_configuration(const LaunchConfig& c) {
+  const unsigned long long threads = 1ull * c.block.x * c.block.y * c.block.z;
+  if (c.grid.x == 0 || c.grid.y == 0 || c.grid.z == 0) return "an empty grid";
+  if (c.grid.y > 65535 || c.grid.z > 65535) return "grid y or z above 65535";
+  if (threads == 0 || threads > kMaxThreadsPerBlock) return "a block of 0 or more than 1024 threads";
+  if (c.block.z > 64) return "block z above 64";
+  if (c.shared_bytes > 0) return "dynamic shared memory (not emulated)";
+  return nullptr;
+}
+
+}  // namespace
+
+int lane_id() { return active->running->linear % 32; }
+
+void sync_block() {
+  if (active == nullptr) fatal("__syncthreads outside a kernel");
+  wait_for(active->block_barrier, int(active->fibers.size()));
+}
+
+std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int source_lane) {
+  if (active == nullptr) fatal("a warp shuffle outside a kernel");
+  BlockRun& run = *active;
+  const int lane = run.running->linear % 32;
+  Warp& w = run.warps[std::size_t(run.running->linear / 32)];
+  if ((mask & (1u << lane)) == 0) fatal("%s:%d: lane %d calls a warp shuffle whose mask 0x%08x leaves it out", where(), line(), lane, mask);
+  if ((mask & ~w.present) != 0)
+    fatal("%s:%d: a warp shuffle's mask 0x%08x names lanes that do not exist (the warp has 0x%08x)", where(), line(), mask,
+          w.present);
+  if ((mask & w.exited) != 0)
+    fatal("%s:%d: a warp shuffle's mask 0x%08x names lanes that have exited (0x%08x): undefined in CUDA", where(), line(),
+          mask, w.exited);
+  if (w.barrier.arrived == 0) {
+    w.mask = mask;
+  } else if (w.mask != mask) {
+    fatal("%s:%d: lanes of one warp shuffle with different masks at once (0x%08x, 0x%08x)", where(), line(), w.mask, mask);
+  }
+  const unsigned parity = w.barrier.generation & 1;
+  w.slots[parity][lane] = value;
+  wait_for(w.barrier, std::popcount(mask));
+  if ((mask & (1u << source_lane)) == 0)
+    fatal("%s:%d: lane %d reads lane %d, which is not in the shuffle's mask 0x%08x", where(), line(), lane, source_lane,
+          mask);
+  return w.slots[parity][source_lane];
+}
+
+void run_grid(const LaunchConfig& config, void (*body)(void*), void* context) {
+  if (active != nullptr) fatal("%s:%d: a kernel launched from inside a kernel (not emulated)", config.file, config.line);
+  if (const char* why = bad_configuration(config)) {
+    std::fprintf(stderr, "cuda emulator: the launch at %s:%d has %s\n", config.file, config.line, why);
+    set_last_error(cudaErrorInvalidConfiguration);
+    return;
+  }
+  const int threads = int(config.block.x * config.block.y * config.block.z);
+  BlockRun run;
+  run.config = &config;
+  run.body = body;
+  run.context = context;
+  run.fibers.resize(std::size_t(threads));
+  run.warps.resize(std::size_t((threads + 31) / 32));
+  for (int t = 0; t < threads; ++t) run.warps[std::size_t(t / 32)].present |= 1u << (t % 32);
+  active = &run;
+  for (unsigned bz = 0; bz < config.grid.z; ++bz)
+    for (unsigned by = 0; by < config.grid.y; ++by)
+      for (unsigned bx = 0; bx < config.grid.x; ++bx) {
+        run.live = threads;
+        for (Warp& w : run.warps) w.exited = 0;
+        for (int t = 0; t < threads; ++t) {
+          Fiber& f = run.fibers[std::size_t(t)];
+          f.linear = t;
+          f.done = false;
+          f.index.thread = {unsigned(t) % config.block.x, unsigned(t) / config.block.x % config.block.y,
+                            unsigned(t) / (config.block.x * config.block.y)};
+          f.index.block = {bx, by, bz};
+          f.index.block_dim = config.block;
+          f.index.grid_dim = config.grid;
+          start_fiber(f, stacks.stack(std::size_t(t)));
+        }
+        run_block(run);
+      }
+  active = nullptr;
+}
+
+}  // namespace cuda_emulator

@@ -1,0 +1,231 @@
+// The emulated runtime API: devices, device memory, copies, streams and errors.
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "internal.hpp"
+
+struct CUstream_st {
+  unsigned flags = 0;
+};
+
+namespace cuda_emulator {
+namespace {
+
+thread_local cudaError_t last_error = cudaSuccess;
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+// Devices exist only where the environment asks for them, so a build that links the
+// emulator still picks the CPU wherever a test does not ask for "cuda" on purpose.
+int visible_devices() { return env_int("ARBOR_CUDA_EMULATOR_DEVICES", 0); }
+std::size_t memory_bytes() { return std::size_t(env_int("ARBOR_CUDA_EMULATOR_MEMORY_MB", 2048)) << 20; }
+
+struct Memory {
+  std::mutex mutex;
+  std::map<const char*, std::size_t> allocations;  // start -> bytes
+  std::size_t allocated = 0;
+  std::set<CUstream_st*> streams;
+};
+Memory& memory() {
+  static Memory m;
+  return m;
+}
+
+}  // namespace
+
+cudaError_t set_last_error(cudaError_t e) {
+  if (e != cudaSuccess) last_error = e;
+  return e;
+}
+
+bool is_device_range(const void* p, std::size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  auto it = m.allocations.upper_bound(c);
+  if (it == m.allocations.begin()) return false;
+  --it;
+  return c >= it->first && c + bytes <= it->first + it->second;
+}
+
+void fatal(const char* format, ...) {
+  std::fprintf(stderr, "cuda emulator: ");
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace cuda_emulator
+
+using cuda_emulator::set_last_error;
+
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+  }
+  return "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+  }
+  return "unknown error";
+}
+
+cudaError_t cudaGetLastError() { return std::exchange(cuda_emulator::last_error, cudaSuccess); }
+cudaError_t cudaPeekAtLastError() { return cuda_emulator::last_error; }
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = cuda_emulator::visible_devices();
+  return *count > 0 ? cudaSuccess : set_last_error(cudaErrorNoDevice);
+}
+
+cudaError_t cudaSetDevice(int device) {
+  return device >= 0 && device < cuda_emulator::visible_devices() ? cudaSuccess
+                                                                  : set_last_error(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cuda_emulator::visible_devices() > 0 ? cudaSuccess : set_last_error(cudaErrorNoDevice);
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device < 0 || device >= cuda_emulator::visible_devices()) return set_last_error(cudaErrorInvalidDevice);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "Arbor CUDA emulator (host CPU)");
+  prop->totalGlobalMem = cuda_emulator::memory_bytes();
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 1;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  prop->sharedMemPerBlock = 48 << 10;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
+  *ptr = nullptr;
+  auto& m = cuda_emulator::memory();
+  std::lock_guard lock(m.mutex);
+  if (bytes == 0) return cudaSuccess;
+  if (m.allocated + bytes > cuda_emulator::memory_bytes()) return set_last_error(cudaErrorMemoryAllocation);
+  void* p = nullptr;
+  if (posix_memalign(&p, 256, bytes) != 0) return set_last_error(cudaErrorMemoryAllocation);
+  // Device memory is not zeroed: all-ones bytes read as NaN floats, so a kernel that
+  // reads what nothing wrote shows it in its results.
+  std::memset(p, 0xFF, bytes);
+  m.allocations[static_cast<const char*>(p)] = bytes;
+  m.allocated += bytes;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  auto& m = cuda_emulator::memory();
+  std::lock_guard lock(m.mutex);
+  auto it = m.allocations.find(static_cast<const char*>(ptr));
+  if (it == m.allocations.end()) return set_last_error(cudaErrorInvalidValue);
+  m.allocated -= it->second;
+  m.allocations.erase(it);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
+  if (cuda_emulator::visible_devices() <= 0) return set_last_error(cudaErrorNoDevice);
+  auto& m = cuda_emulator::memory();
+  std::lock_guard lock(m.mutex);
+  *total = cuda_emulator::memory_bytes();
+  *free = *total - m.allocated;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  using cuda_emulator::is_device_range;
+  const bool dst_device = is_device_range(dst, bytes), src_device = is_device_range(src, bytes);
+  bool ok = true;
+  switch (kind) {
+    case cudaMemcpyHostToDevice: ok = dst_device && !src_device; break;
+    case cudaMemcpyDeviceToHost: ok = src_device && !dst_device; break;
+    case cudaMemcpyDeviceToDevice: ok = src_device && dst_device; break;
+    case cudaMemcpyHostToHost: ok = !src_device && !dst_device; break;
+    case cudaMemcpyDefault: break;
+  }
+  if (!ok) {
+    std::fprintf(stderr,
+                 "cuda emulator: cudaMemcpy kind %d of %zu bytes: destination %s device memory, source %s "
+                 "(each must match the kind)\n",
+                 int(kind), bytes, dst_device ? "is" : "is not", src_device ? "is" : "is not");
+    return set_last_error(cudaErrorInvalidValue);
+  }
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
+  if (bytes == 0) return cudaSuccess;
+  if (!cuda_emulator::is_device_range(dst, bytes)) return set_last_error(cudaErrorInvalidValue);
+  std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t) {
+  return cudaMemset(dst, value, bytes);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
+  auto& m = cuda_emulator::memory();
+  std::lock_guard lock(m.mutex);
+  *stream = new CUstream_st{flags};
+  m.streams.insert(*stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  auto& m = cuda_emulator::memory();
+  std::lock_guard lock(m.mutex);
+  if (m.streams.erase(stream) == 0) return set_last_error(cudaErrorInvalidValue);
+  delete stream;
+  return cudaSuccess;
+}
+
+// Work is done when it is issued: every stream is always idle.
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
