@@ -2,6 +2,8 @@
 // dimensions, device pointers), so a transposition or stride mistake fails here too.
 #include <algorithm>
 #include <cstdio>
+#include <thread>
+#include <vector>
 
 #include "internal.hpp"
 
@@ -50,15 +52,27 @@ const char* cublasGetStatusString(cublasStatus_t status) {
 
 namespace {
 
-// Element (row, col) of a column-major matrix with leading dimension ld.
-inline float at(const float* m, int ld, int row, int col) { return m[std::size_t(col) * std::size_t(ld) + row]; }
-
 // op(X) (rows x cols) read from storage with leading dimension ld: its last byte must lie
 // in device memory, as the whole operand is read.
 bool operand_on_device(const float* p, cublasOperation_t op, int rows, int cols, int ld) {
   const int stored_cols = op == CUBLAS_OP_N ? cols : rows, stored_rows = op == CUBLAS_OP_N ? rows : cols;
   const std::size_t span = (std::size_t(stored_cols) - 1) * std::size_t(ld) + std::size_t(stored_rows);
   return cuda_emulator::is_device_range(p, span * sizeof(float));
+}
+
+// sum_p a[p * as] b[p * bs], in eight interleaved partial sums (which the compiler can
+// keep in one vector register when both strides are 1, the backend's case).
+float dot(const float* a, std::ptrdiff_t as, const float* b, std::ptrdiff_t bs, int k) {
+  float partial[8] = {};
+  int p = 0;
+  if (as == 1 && bs == 1) {
+    for (; p + 8 <= k; p += 8)
+      for (int q = 0; q < 8; ++q) partial[q] += a[p + q] * b[p + q];
+  }
+  for (; p < k; ++p) partial[p % 8] += a[p * as] * b[p * bs];
+  float sum = 0.f;
+  for (float x : partial) sum += x;
+  return sum;
 }
 
 }  // namespace
@@ -77,16 +91,24 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cubl
                  "ldb %d ldc %d)\n", m, n, k, lda, ldb, ldc);
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
-  for (int j = 0; j < n; ++j)
-    for (int i = 0; i < m; ++i) {
-      float sum = 0.f;
-      for (int p = 0; p < k; ++p) {
-        const float a = transa == CUBLAS_OP_N ? at(A, lda, i, p) : at(A, lda, p, i);
-        const float b = transb == CUBLAS_OP_N ? at(B, ldb, p, j) : at(B, ldb, j, p);
-        sum += a * b;
+  // op(A)(i, p) = A[i * a_i + p * a_p], op(B)(p, j) = B[p * b_p + j * b_j].
+  const std::ptrdiff_t a_i = transa == CUBLAS_OP_N ? 1 : lda, a_p = transa == CUBLAS_OP_N ? lda : 1;
+  const std::ptrdiff_t b_p = transb == CUBLAS_OP_N ? 1 : ldb, b_j = transb == CUBLAS_OP_N ? ldb : 1;
+  const float al = *alpha, be = *beta;
+  auto rows = [&](int i0, int i1) {
+    for (int j = 0; j < n; ++j)
+      for (int i = i0; i < i1; ++i) {
+        const float sum = dot(A + i * a_i, a_p, B + j * b_j, b_p, k);
+        float& c = C[std::size_t(j) * std::size_t(ldc) + i];
+        c = be == 0.f ? al * sum : al * sum + be * c;  // beta 0: C is not read
       }
-      float& c = C[std::size_t(j) * std::size_t(ldc) + i];
-      c = *beta == 0.f ? *alpha * sum : *alpha * sum + *beta * c;  // beta 0: C is not read
-    }
+  };
+  // Rows of C split among the emulator's worker threads, as the grid's blocks are.
+  const int workers = int(std::min<unsigned>(cuda_emulator::worker_threads(), unsigned(m)));
+  std::vector<std::thread> helpers;
+  for (int w = 1; w < workers; ++w) helpers.emplace_back(rows, int(std::int64_t(m) * w / workers),
+                                                         int(std::int64_t(m) * (w + 1) / workers));
+  rows(0, m / workers);
+  for (std::thread& t : helpers) t.join();
   return CUBLAS_STATUS_SUCCESS;
 }

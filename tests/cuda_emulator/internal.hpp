@@ -13,6 +13,11 @@ cudaError_t set_last_error(cudaError_t e);
 // True when [p, p + bytes) lies inside one live cudaMalloc allocation.
 bool is_device_range(const void* p, std::size_t bytes);
 
+// OS threads that run a grid's blocks (and share out a cublasSgemm):
+// ARBOR_CUDA_EMULATOR_THREADS, else the cores, at most 4. Each thread has its own fibers,
+// stacks and __shared__ variables (thread_local).
+unsigned worker_threads();
+
 // Prints "cuda emulator: <message>" to stderr and aborts: a kernel did what CUDA leaves
 // undefined (a deadlock, a shuffle with an absent lane), so nothing after it can be trusted.
 [[noreturn]] void fatal(const char* format, ...) __attribute__((format(printf, 1, 2)));

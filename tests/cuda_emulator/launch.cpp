@@ -1,12 +1,16 @@
-// Kernel execution: each block's threads are fibers on the launching thread, resumed
-// round-robin; a fiber gives way only at a barrier (__syncthreads, a warp shuffle), so
-// between barriers every thread runs as far as CUDA lets it. Blocks run one after
-// another. A warp shuffle is a barrier of 32 fibers, and kernels shuffle in their inner
+// Kernel execution: each block's threads are fibers on the launching thread; a fiber
+// gives way only at a barrier (__syncthreads, a warp shuffle), to the next fiber of the
+// block, so between barriers every thread runs as far as CUDA lets it. Blocks are shared
+// out to a few OS threads (worker_threads()), as independent as CUDA makes them. A warp shuffle is a barrier of 32 fibers, and kernels shuffle in their inner
 // loops, so the switch is a few instructions (below) rather than swapcontext's system call.
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -90,10 +94,10 @@ struct BlockRun {
   std::vector<Warp> warps;
   Barrier block_barrier;
   int live = 0;
-  std::uint64_t progress = 0;  // arrivals and exits: no progress in a whole round = deadlock
+  int idle_yields = 0;  // yields since the last arrival at a barrier or the last exit
   void* scheduler_sp = nullptr;
   void* scheduler_fake_stack = nullptr;
-  const void* scheduler_stack = nullptr;  // the launching thread's stack, for the sanitizer
+  const void* scheduler_stack = nullptr;  // the launching thread's stack, for AddressSanitizer
   std::size_t scheduler_stack_bytes = 0;
   Fiber* running = nullptr;
 };
@@ -137,29 +141,71 @@ void after_switch(void* fake_stack, const void** from_stack, std::size_t* from_b
 #endif
 }
 
-// From the running fiber back to the scheduler, until the scheduler resumes it.
-void yield() {
-  BlockRun& run = *active;
-  Fiber& f = *run.running;
-  before_switch(&f.fake_stack, run.scheduler_stack, run.scheduler_stack_bytes);
-  cuda_emulator_switch_stack(&f.sp, run.scheduler_sp);
-  after_switch(f.fake_stack, &run.scheduler_stack, &run.scheduler_stack_bytes);
+[[noreturn]] void deadlock(const BlockRun& run) {
+  const ThreadIndex& i = run.running->index;
+  fatal("the kernel launched at %s:%d deadlocked in block (%u,%u,%u): %d of its %zu threads wait at a barrier "
+        "(__syncthreads or a warp shuffle) that the other %zu, which have exited or wait elsewhere, never reach",
+        run.config->file, run.config->line, i.block.x, i.block.y, i.block.z, run.live, run.fibers.size(),
+        run.fibers.size() - std::size_t(run.live));
 }
 
-// Where a new fiber starts (entered by the switch's `ret`); it never returns: at the end
-// it switches to the scheduler for good.
+// The next fiber after `from`, cyclically, that has not ended (`from` itself when it is
+// the only one); null when every fiber has ended.
+Fiber* next_live(BlockRun& run, const Fiber& from) {
+  const std::size_t n = run.fibers.size();
+  for (std::size_t k = 1; k <= n; ++k) {
+    Fiber& f = run.fibers[(std::size_t(from.linear) + k) % n];
+    if (!f.done) return &f;
+  }
+  return nullptr;
+}
+
+// Fibers switch to one another directly; `from` continues when a fiber switches back.
+void switch_fibers(BlockRun& run, Fiber& from, Fiber& to) {
+  run.running = &to;
+  current_thread = &to.index;
+  before_switch(&from.fake_stack, to.stack, kStackBytes);
+  cuda_emulator_switch_stack(&from.sp, to.sp);
+  after_switch(from.fake_stack, nullptr, nullptr);
+}
+
+// The running fiber waits: the next one runs. A whole cycle of fibers that all find
+// their barrier unchanged is a deadlock.
+void yield() {
+  BlockRun& run = *active;
+  if (++run.idle_yields > run.live + 1) deadlock(run);
+  Fiber& self = *run.running;
+  Fiber* next = next_live(run, self);
+  if (next != &self) switch_fibers(run, self, *next);
+}
+
+// Where a new fiber starts (entered by the switch's `ret`). It never returns: at the
+// end it hands over to the next live fiber, or to the scheduler after the last one.
 [[noreturn]] void fiber_main() {
   BlockRun& run = *active;
-  after_switch(nullptr, &run.scheduler_stack, &run.scheduler_stack_bytes);
+  const void* from_stack = nullptr;
+  std::size_t from_bytes = 0;
+  after_switch(nullptr, &from_stack, &from_bytes);
+  if (run.scheduler_stack == nullptr) {  // the block's first fiber is entered from the scheduler
+    run.scheduler_stack = from_stack;
+    run.scheduler_stack_bytes = from_bytes;
+  }
   run.body(run.context);
   Fiber& f = *run.running;
   f.done = true;
   --run.live;
-  ++run.progress;
+  run.idle_yields = 0;
   run.warps[std::size_t(f.linear / 32)].exited |= 1u << (f.linear % 32);
-  before_switch(nullptr, run.scheduler_stack, run.scheduler_stack_bytes);
   void* discarded = nullptr;
-  cuda_emulator_switch_stack(&discarded, run.scheduler_sp);
+  if (Fiber* next = next_live(run, f)) {
+    run.running = next;
+    current_thread = &next->index;
+    before_switch(nullptr, next->stack, kStackBytes);
+    cuda_emulator_switch_stack(&discarded, next->sp);
+  } else {
+    before_switch(nullptr, run.scheduler_stack, run.scheduler_stack_bytes);
+    cuda_emulator_switch_stack(&discarded, run.scheduler_sp);
+  }
   __builtin_unreachable();
 }
 
@@ -176,18 +222,9 @@ void start_fiber(Fiber& f, char* stack) {
   f.sp = sp;
 }
 
-// From the scheduler into fiber `f`, until it yields or ends.
-void resume(BlockRun& run, Fiber& f) {
-  run.running = &f;
-  current_thread = &f.index;
-  before_switch(&run.scheduler_fake_stack, f.stack, kStackBytes);
-  cuda_emulator_switch_stack(&run.scheduler_sp, f.sp);
-  after_switch(run.scheduler_fake_stack, nullptr, nullptr);
-}
-
 void wait_for(Barrier& b, int expected) {
   const unsigned generation = b.generation;
-  ++active->progress;
+  active->idle_yields = 0;
   if (++b.arrived == expected) {
     b.arrived = 0;
     ++b.generation;
@@ -196,25 +233,16 @@ void wait_for(Barrier& b, int expected) {
   while (b.generation == generation) yield();
 }
 
-[[noreturn]] void deadlock(const BlockRun& run) {
-  int at_barrier = 0;
-  for (const Fiber& f : run.fibers) at_barrier += f.done ? 0 : 1;
-  const ThreadIndex& i = run.fibers.front().index;
-  fatal("the kernel launched at %s:%d deadlocked in block (%u,%u,%u): %d of its %zu threads wait at a barrier "
-        "(__syncthreads or a warp shuffle) that the other %zu, which have exited or wait elsewhere, never reach",
-        run.config->file, run.config->line, i.block.x, i.block.y, i.block.z, at_barrier, run.fibers.size(),
-        run.fibers.size() - std::size_t(at_barrier));
-}
-
+// Runs the block's fibers until the last one ends (it switches back here).
 void run_block(BlockRun& run) {
-  while (run.live > 0) {
-    const std::uint64_t before = run.progress;
-    for (Fiber& f : run.fibers) {
-      if (f.done) continue;
-      resume(run, f);
-    }
-    if (run.live > 0 && run.progress == before) deadlock(run);
-  }
+  run.idle_yields = 0;
+  run.scheduler_stack = nullptr;
+  Fiber& first = run.fibers.front();
+  run.running = &first;
+  current_thread = &first.index;
+  before_switch(&run.scheduler_fake_stack, first.stack, kStackBytes);
+  cuda_emulator_switch_stack(&run.scheduler_sp, first.sp);
+  after_switch(run.scheduler_fake_stack, nullptr, nullptr);
   current_thread = nullptr;
 }
 
@@ -229,8 +257,6 @@ const char* bad_configuration(const LaunchConfig& c) {
 }
 
 }  // namespace
-
-int lane_id() { return active->running->linear % 32; }
 
 void sync_block() {
   if (active == nullptr) fatal("__syncthreads outside a kernel");
@@ -263,14 +289,19 @@ std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int source_lane)
   return w.slots[parity][source_lane];
 }
 
-void run_grid(const LaunchConfig& config, void (*body)(void*), void* context) {
-  if (active != nullptr) fatal("%s:%d: a kernel launched from inside a kernel (not emulated)", config.file, config.line);
-  if (const char* why = bad_configuration(config)) {
-    std::fprintf(stderr, "cuda emulator: the launch at %s:%d has %s\n", config.file, config.line, why);
-    set_last_error(cudaErrorInvalidConfiguration);
-    return;
-  }
+unsigned worker_threads() {
+  if (const char* v = std::getenv("ARBOR_CUDA_EMULATOR_THREADS"); v != nullptr && std::atoi(v) > 0)
+    return unsigned(std::atoi(v));
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+}
+
+namespace {
+
+// Takes blocks from `next_block` until the grid is done.
+void run_blocks(const LaunchConfig& config, void (*body)(void*), void* context,
+                std::atomic<unsigned long long>& next_block) {
   const int threads = int(config.block.x * config.block.y * config.block.z);
+  const unsigned long long total = 1ull * config.grid.x * config.grid.y * config.grid.z;
   BlockRun run;
   run.config = &config;
   run.body = body;
@@ -279,25 +310,44 @@ void run_grid(const LaunchConfig& config, void (*body)(void*), void* context) {
   run.warps.resize(std::size_t((threads + 31) / 32));
   for (int t = 0; t < threads; ++t) run.warps[std::size_t(t / 32)].present |= 1u << (t % 32);
   active = &run;
-  for (unsigned bz = 0; bz < config.grid.z; ++bz)
-    for (unsigned by = 0; by < config.grid.y; ++by)
-      for (unsigned bx = 0; bx < config.grid.x; ++bx) {
-        run.live = threads;
-        for (Warp& w : run.warps) w.exited = 0;
-        for (int t = 0; t < threads; ++t) {
-          Fiber& f = run.fibers[std::size_t(t)];
-          f.linear = t;
-          f.done = false;
-          f.index.thread = {unsigned(t) % config.block.x, unsigned(t) / config.block.x % config.block.y,
-                            unsigned(t) / (config.block.x * config.block.y)};
-          f.index.block = {bx, by, bz};
-          f.index.block_dim = config.block;
-          f.index.grid_dim = config.grid;
-          start_fiber(f, stacks.stack(std::size_t(t)));
-        }
-        run_block(run);
-      }
+  for (unsigned long long b = next_block++; b < total; b = next_block++) {
+    const uint3 block = {unsigned(b % config.grid.x), unsigned(b / config.grid.x % config.grid.y),
+                         unsigned(b / (1ull * config.grid.x * config.grid.y))};
+    run.live = threads;
+    for (Warp& w : run.warps) w.exited = 0;
+    for (int t = 0; t < threads; ++t) {
+      Fiber& f = run.fibers[std::size_t(t)];
+      f.linear = t;
+      f.done = false;
+      f.index.thread = {unsigned(t) % config.block.x, unsigned(t) / config.block.x % config.block.y,
+                        unsigned(t) / (config.block.x * config.block.y)};
+      f.index.block = block;
+      f.index.lane = t % 32;
+      f.index.block_dim = config.block;
+      f.index.grid_dim = config.grid;
+      start_fiber(f, stacks.stack(std::size_t(t)));
+    }
+    run_block(run);
+  }
   active = nullptr;
+}
+
+}  // namespace
+
+void run_grid(const LaunchConfig& config, void (*body)(void*), void* context) {
+  if (active != nullptr) fatal("%s:%d: a kernel launched from inside a kernel (not emulated)", config.file, config.line);
+  if (const char* why = bad_configuration(config)) {
+    std::fprintf(stderr, "cuda emulator: the launch at %s:%d has %s\n", config.file, config.line, why);
+    set_last_error(cudaErrorInvalidConfiguration);
+    return;
+  }
+  const unsigned long long blocks = 1ull * config.grid.x * config.grid.y * config.grid.z;
+  std::atomic<unsigned long long> next_block{0};
+  std::vector<std::thread> helpers;
+  for (unsigned w = 1; w < std::min<unsigned long long>(blocks, worker_threads()); ++w)
+    helpers.emplace_back([&] { run_blocks(config, body, context, next_block); });
+  run_blocks(config, body, context, next_block);
+  for (std::thread& t : helpers) t.join();
 }
 
 }  // namespace cuda_emulator

@@ -8,8 +8,8 @@
 // errors, device properties), cublasSgemm, and kernels executed as CUDA defines them:
 // every thread of a block is a fiber, so __syncthreads and warp shuffles are real
 // barriers, and a kernel that would deadlock or shuffle with an exited lane stops the
-// program with a message naming the launch. Blocks run one after another, streams are
-// synchronous. What it cannot model: timing, the memory model (races between threads),
+// program with a message naming the launch. Blocks run on a few OS threads; streams are
+// synchronous (a launch returns when its grid is done). What it cannot model: timing, the memory model (races between threads),
 // GPU resource limits beyond the launch-configuration checks, cuBLAS's exact rounding.
 //
 // The .cu files reach g++ through tests/cuda_emulator/rewrite_launches.cmake, which turns
@@ -17,6 +17,7 @@
 // `kernel * ::cuda_emulator::launch_at(file, line, grid, block, shared, stream)(args)`.
 #pragma once
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -32,7 +33,7 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-// Fibers of a block share their OS thread, and blocks run one at a time on it.
+// A block's fibers share their OS thread, which runs one block at a time.
 #define __shared__ static thread_local
 
 // ---- errors ----------------------------------------------------------------------------
@@ -144,6 +145,7 @@ namespace cuda_emulator {
 struct ThreadIndex {
   uint3 thread, block;
   dim3 block_dim, grid_dim;
+  int lane;  // within the warp: the linear thread index (x fastest) mod 32
 };
 // The emulated thread now running (set by the scheduler before each resume).
 inline thread_local const ThreadIndex* current_thread = nullptr;
@@ -152,7 +154,7 @@ inline thread_local const ThreadIndex* current_thread = nullptr;
 // values are exchanged (`value` in, the value of lane `source_lane(own lane)` out).
 void sync_block();
 std::uint64_t warp_exchange(unsigned mask, std::uint64_t value, int source_lane);
-int lane_id();
+inline int lane_id() { return current_thread->lane; }
 
 struct LaunchConfig {
   const char* file;
@@ -248,17 +250,17 @@ T __shfl_sync(unsigned mask, T v, int source_lane, int width = 32) {
   return cuda_emulator::from_bits<T>(cuda_emulator::warp_exchange(mask, cuda_emulator::to_bits(v), source));
 }
 
-// Fibers never run at the same time, so a read-modify-write is atomic.
+// Blocks may run on several OS threads at once: atomics are real atomics.
 template <class T>
 T atomicAdd(T* address, T value) {
-  const T old = *address;
-  *address = old + value;
-  return old;
+  return std::atomic_ref<T>(*address).fetch_add(value);
 }
 template <class T>
 T atomicMax(T* address, T value) {
-  const T old = *address;
-  if (value > old) *address = value;
+  std::atomic_ref<T> a(*address);
+  T old = a.load();
+  while (old < value && !a.compare_exchange_weak(old, value)) {
+  }
   return old;
 }
 
