@@ -109,11 +109,24 @@ void free_step(const FlowPtr& f) {
   SeqRequest req = f->req;
   if (f->state->on_token) req.listener = actors::TokenListener{f->self};
   if (f->tools) req.sampling.stop.emplace_back(model::kToolCallOpen);
-  send(f, std::move(req), [f](SeqResult& r) {
-    if (f->tools && !f->tools->none)
-      if (auto head = actors::find_call_head(f->model->tokenizer(), r)) return call_step(f, std::move(*head), r);
-    finish(*f, r);
-  });
+  {
+    // As in call_step: a cancel() that came before this actor ran sent its CancelRequest
+    // ahead of the request, where the cache actor could not match it; so nothing is sent.
+    std::unique_lock lock(f->state->mu);
+    if (!f->state->cancel_requested) {
+      send(f, std::move(req), [f](SeqResult& r) {
+        if (f->tools && !f->tools->none)
+          if (auto head = actors::find_call_head(f->model->tokenizer(), r)) return call_step(f, std::move(*head), r);
+        finish(*f, r);
+      });
+      return;
+    }
+  }
+  SeqResult out;
+  out.request_id = req.request_id;
+  out.prompt_tokens = req.prompt.size();
+  out.finish_reason = FinishReason::cancelled;
+  finish(*f, out);
 }
 
 }  // namespace

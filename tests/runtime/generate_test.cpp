@@ -93,6 +93,24 @@ TEST(Generate, CancelEndsAGenerationEarly) {
   expect_clean(*rt);
 }
 
+// A cancel() right after start_generate can reach the cache actor before the request
+// does (the generation actor may not have run yet): it must still cancel. Repeated,
+// since which comes first is a matter of timing (found by the CUDA emulator, where the
+// request took long to arrive, and the generation ran to max_tokens).
+TEST(Generate, CancelRightAfterStartCancels) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt);
+  for (int i = 0; i < 20; ++i) {
+    auto h = rt->start_generate(user_request("Write a long story about a river.", 300));
+    ASSERT_TRUE(h);
+    h->cancel();
+    const auto r = h->wait();
+    EXPECT_EQ(r.finish_reason, FinishReason::cancelled) << "try " << i;
+    EXPECT_LT(r.generated_tokens, 300u);
+  }
+  expect_clean(*rt);
+}
+
 // on_done: exactly once per generation, with what wait() returns, for a finished, a
 // cancelled and a failed one; nobody has to wait() for it to come.
 TEST(Generate, CompletionCallbackComesOnceWithTheOutcome) {
