@@ -3,7 +3,8 @@
 # -j2, run the lower layers' tests under AddressSanitizer + UBSan, the concurrency tests
 # under ThreadSanitizer (scripts/tsan.sh), the fuzz targets for a bounded time
 # (scripts/fuzz.sh), compile the CUDA backend (-DARBOR_CUDA=ON, when nvcc is installed),
-# then every test with ctest. Exits non-zero if anything fails.
+# then every test with ctest. The sanitizer stage also runs the CUDA tests on the CUDA
+# emulator (tests/cuda_emulator). Exits non-zero if anything fails.
 # ARBOR_SKIP_SANITIZE=1 skips the ASan stage, ARBOR_SKIP_TSAN=1 the TSan stage,
 # ARBOR_SKIP_FUZZ=1 the fuzz stage (ARBOR_FUZZ_SECONDS per target, default 40),
 # ARBOR_SKIP_CUDA=1 the CUDA compile stage.
@@ -16,15 +17,23 @@ build="${ARBOR_BUILD_DIR:-$root/build}"
 "$root/scripts/build.sh"
 
 if [ "${ARBOR_SKIP_SANITIZE:-0}" != 1 ]; then
+  # The same build carries the CUDA backend compiled for the CUDA emulator
+  # (tests/cuda_emulator): its device stays hidden for the suites' own run, then the CUDA
+  # tests run on it, so every kernel and the CUDA engine run here, under ASan + UBSan.
   echo "[arbor] sanitizer stage: ASan + UBSan build of the common/kernels/cache/model/workflows tests"
   asan="$root/build-asan"
-  [ -f "$asan/CMakeCache.txt" ] || cmake -S "$root" -B "$asan" -DARBOR_SANITIZE=ON \
+  [ -f "$asan/CMakeCache.txt" ] || cmake -S "$root" -B "$asan" -DARBOR_SANITIZE=ON -DARBOR_CUDA_EMULATOR=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARBOR_BENCH=OFF >/dev/null
   suites=(arbor_common_tests arbor_kernels_tests arbor_cache_tests arbor_model_tests arbor_workflows_tests)
-  cmake --build "$asan" -j "${ARBOR_JOBS:-2}" --target "${suites[@]}" >/dev/null
+  cmake --build "$asan" -j "${ARBOR_JOBS:-2}" --target "${suites[@]}" arbor_cuda_emulator_tests >/dev/null
   for s in "${suites[@]}"; do
     echo "[arbor] sanitizer: $s"
     "$asan/tests/$s" --gtest_brief=1
+  done
+  echo "[arbor] sanitizer: the CUDA backend on the CUDA emulator (the emulator's tests, then the Cuda* tests)"
+  "$asan/tests/arbor_cuda_emulator_tests" --gtest_brief=1
+  for s in arbor_kernels_tests arbor_model_tests; do
+    ARBOR_CUDA_EMULATOR_DEVICES=1 "$asan/tests/$s" --gtest_brief=1 --gtest_filter='Cuda*'
   done
 fi
 
