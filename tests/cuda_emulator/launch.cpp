@@ -105,24 +105,21 @@ struct BlockRun {
 
 thread_local BlockRun* active = nullptr;
 
-// Fiber stacks, mapped once per OS thread and reused by every launch.
+// Fiber stacks, one per thread of the largest block, mapped once per OS thread (pages
+// are committed only when touched) and reused by every launch.
 struct Stacks {
   char* base = nullptr;
-  std::size_t count = 0;
-  char* stack(std::size_t i) {
-    if (i >= count) grow(i + 1);
-    return base + i * kStackBytes;
-  }
-  void grow(std::size_t n) {
-    if (base != nullptr) munmap(base, count * kStackBytes);
-    n = std::max<std::size_t>(n, kMaxThreadsPerBlock);
-    void* p = mmap(nullptr, n * kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) fatal("cannot map %zu fiber stacks", n);
-    base = static_cast<char*>(p);
-    count = n;
+  char* stack(int thread) {
+    if (base == nullptr) {
+      void* p = mmap(nullptr, kMaxThreadsPerBlock * kStackBytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) fatal("cannot map %d fiber stacks", kMaxThreadsPerBlock);
+      base = static_cast<char*>(p);
+    }
+    return base + std::size_t(thread) * kStackBytes;
   }
   ~Stacks() {
-    if (base != nullptr) munmap(base, count * kStackBytes);
+    if (base != nullptr) munmap(base, kMaxThreadsPerBlock * kStackBytes);
   }
 };
 thread_local Stacks stacks;
@@ -331,7 +328,7 @@ void run_blocks(const LaunchConfig& config, void (*body)(void*), void* context,
       f.index.lane = t % 32;
       f.index.block_dim = config.block;
       f.index.grid_dim = config.grid;
-      start_fiber(f, stacks.stack(std::size_t(t)));
+      start_fiber(f, stacks.stack(t));
     }
     run_block(run);
   }
