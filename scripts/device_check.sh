@@ -89,7 +89,7 @@ if [ -x "$bin/arbor" ]; then
   }
   run kernel_tests "" gtest arbor_kernels_tests 'Cuda*' "$out/kernel_tests.json"
   run model_tests "" gtest arbor_model_tests 'CudaEngine*:Device*:Factory*' "$out/model_tests.json"
-  run runtime_tests "" gtest arbor_runtime_tests 'CudaRuntime*' "$out/runtime_tests.json"
+  run runtime_tests "" gtest arbor_runtime_tests 'CudaRuntime*:Devices/RuntimeOnDevice.*' "$out/runtime_tests.json"
   run synth_smollm2 "" "$bin/arbor" synth-model --shape smollm2-135m --type q4_1 --out "$work/smollm2.gguf"
   run synth_llama3_8b "" "$bin/arbor" synth-model --shape llama3-8b --type q4_0 --out "$work/llama3-8b.gguf" \
     --layers "${ARBOR_DEVICE_LLAMA_LAYERS:-32}"
