@@ -1,7 +1,7 @@
 // The CUDA engine against the CPU engine on the same weights: a tiny F32 model (page
 // sizes 1/4/16), a synthetic model in SmolLM2-135M's shape (Q4_1, all 30 layers) and
 // one in Llama-3-8B's shape (Q4_0, 2 of its 32 layers: GQA 32/8, head_dim 128, a
-// 128256-token vocabulary). Logits within a stated tolerance (1e-3 for F32 weights;
+// 128256-token vocabulary), Q8_0 and F16 (uploaded as F32) ones. Logits within a stated tolerance (1e-3 for F32 weights;
 // 0.02 for quantized ones, where the CPU's int8 activations alone move logits by up to
 // ~1e-3 against f32 ones on these models), greedy tokens equal for
 // the first steps (unless the CPU itself sees a near tie), prefix-from-cache equal to a
@@ -156,6 +156,15 @@ TEST(CudaEngine, Q8_0ShapeMatchesCpu) {
   ARBOR_REQUIRE_CUDA();
   auto m = synthetic("smollm2-135m", 4, kernels::GgmlType::Q8_0);
   compare_backends(*m, 16, 33, 9, 4, 0.02f);
+}
+
+// A type the device does not keep as stored (F16 here; BF16, Q4_K and Q6_K take the same
+// path) is dequantized on the host and uploaded as F32: the CPU's F16 kernels then agree
+// to F32 accuracy.
+TEST(CudaEngine, F16WeightsUploadedAsF32MatchCpu) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("smollm2-135m", 2, kernels::GgmlType::F16);
+  compare_backends(*m, 16, 21, 8, 3, 1e-3f);
 }
 
 // KV rule 14 on the device: a reader that takes the owner's full pages and computes only
