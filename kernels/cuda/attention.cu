@@ -1,6 +1,11 @@
 // Paged attention (see attention.hpp). One warp per (row, query head, split): lanes hold
 // interleaved elements of the head (element lane + 32 j), so q.k is a per-lane partial
-// dot and a warp reduction, and the weighted V sum stays in registers.
+// dot and a warp reduction, and the weighted V sum stays in registers. The shared-prefix
+// pass is the same loop with the K/V element loaded once and used by every row of a tile.
+//
+// Scratch: per (row, head), `slots` states of head_dim unnormalised sums then m and l:
+// first the row's own splits, then the shared part's splits (written only for rows in a
+// tile; the merge reads them only for those rows).
 #include <algorithm>
 
 #include "kernels/cuda/attention.hpp"
@@ -18,87 +23,169 @@ struct Split {
   int num_splits, positions_per_split;
 };
 
-Split split_of(const PagedAttentionBatch& b) {
-  const std::int64_t items = std::max<std::int64_t>(1, std::int64_t(b.num_rows) * b.num_q_heads);
-  const int max_splits = std::max(1, (b.max_positions + kMinPositionsPerSplit - 1) / kMinPositionsPerSplit);
+// Splits of `positions` positions among `items` warps' worth of (row or tile, head).
+Split split_positions(std::int64_t items, int positions) {
+  if (positions <= 0) return {0, 1};
+  items = std::max<std::int64_t>(1, items);
+  const int max_splits = std::max(1, (positions + kMinPositionsPerSplit - 1) / kMinPositionsPerSplit);
   const int wanted = int(std::clamp<std::int64_t>(kTargetItems / items, 1, max_splits));
-  const int per_split = (b.max_positions + wanted - 1) / wanted;
-  return {(b.max_positions + per_split - 1) / per_split, per_split};
+  const int per_split = (positions + wanted - 1) / wanted;
+  return {(positions + per_split - 1) / per_split, per_split};
 }
 
-__global__ void attention_split_kernel(PagedAttentionBatch b, Split split, float* scratch) {
-  const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  const std::int64_t num_items = std::int64_t(b.num_rows) * b.num_q_heads * split.num_splits;
-  if (item >= num_items) return;
-  const int s = int(item % split.num_splits);
-  const int h = int((item / split.num_splits) % b.num_q_heads);
-  const int r = int(item / (std::int64_t(split.num_splits) * b.num_q_heads));
-  const int kv_head = h / (b.num_q_heads / b.num_kv_heads);
-  const int last = b.row_pos[r];  // causal: positions 0..last
-  const int begin = s * split.positions_per_split;
-  const int end = min(last + 1, begin + split.positions_per_split);
+struct Plan {
+  Split own, shared;
+  __host__ __device__ int slots() const { return own.num_splits + shared.num_splits; }
+};
 
-  float q[kPerLane], acc[kPerLane];
-  const float* qr = b.q + (std::int64_t(r) * b.num_q_heads + h) * b.head_dim;
+Plan plan_of(const PagedAttentionBatch& b) {
+  Plan p{split_positions(std::int64_t(b.num_rows) * b.num_q_heads, b.max_positions), {0, 1}};
+  if (b.num_tiles > 0) p.shared = split_positions(std::int64_t(b.num_tiles) * b.num_q_heads, b.max_tile_length);
+  return p;
+}
+
+// The online softmax of one query row over positions, as (m, l, acc).
+struct RowState {
+  float m, l, acc[kPerLane];
+  __device__ void reset() {
+    m = -INFINITY;
+    l = 0.f;
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    const int d = lane + 32 * j;
-    q[j] = d < b.head_dim ? qr[d] : 0.f;
-    acc[j] = 0.f;
+    for (int j = 0; j < kPerLane; ++j) acc[j] = 0.f;
   }
-  float m = -INFINITY, l = 0.f;
-  const std::int32_t* table = b.page_table + b.row_table[r];
-  for (int t = begin; t < end; ++t) {
-    const std::uint16_t* page = b.kv_base + std::int64_t(table[t / b.page_size]) * b.elements_per_page;
-    const std::int64_t row_off = (std::int64_t(kv_head) * b.page_size + t % b.page_size) * b.head_dim;
-    const std::uint16_t* k = page + b.k_offset + row_off;
-    const std::uint16_t* v = page + b.v_offset + row_off;
-    float dot = 0.f;
-#pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
-      const int d = lane + 32 * j;
-      if (d < b.head_dim) dot = fmaf(q[j], __half2float(__ushort_as_half(k[d])), dot);
-    }
-    const float score = warp_sum(dot) * b.scale;
+  __device__ void add(float score, const float v[kPerLane]) {
     const float m_new = fmaxf(m, score);
     const float correction = expf(m - m_new);  // 0 on the first position (m = -inf)
     const float p = expf(score - m_new);
     l = l * correction + p;
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
-      const int d = lane + 32 * j;
-      const float vd = d < b.head_dim ? __half2float(__ushort_as_half(v[d])) : 0.f;
-      acc[j] = fmaf(p, vd, acc[j] * correction);
-    }
+    for (int j = 0; j < kPerLane; ++j) acc[j] = fmaf(p, v[j], acc[j] * correction);
     m = m_new;
   }
-  // Scratch per item ((row, head, split), splits innermost): head_dim unnormalised
-  // sums, then m and l.
-  float* state = scratch + item * (b.head_dim + 2);
+  __device__ void store(float* state, int lane, int head_dim) const {
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int d = lane + 32 * j;
+      if (d < head_dim) state[d] = acc[j];
+    }
+    if (lane == 0) {
+      state[head_dim] = m;  // -inf (and l = 0) for a split with no position
+      state[head_dim + 1] = l;
+    }
+  }
+};
+
+__device__ void load_q(const PagedAttentionBatch& b, int r, int h, int lane, float q[kPerLane]) {
+  const float* qr = b.q + (std::int64_t(r) * b.num_q_heads + h) * b.head_dim;
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {
     const int d = lane + 32 * j;
-    if (d < b.head_dim) state[d] = acc[j];
-  }
-  if (lane == 0) {
-    state[b.head_dim] = m;  // -inf (and l = 0) for a split past the row's last position
-    state[b.head_dim + 1] = l;
+    q[j] = d < b.head_dim ? qr[d] : 0.f;
   }
 }
 
-// One warp per (row, head): out = sum_s u_s e^(m_s - M) / sum_s l_s e^(m_s - M).
-__global__ void attention_merge_kernel(PagedAttentionBatch b, Split split, const float* scratch) {
+// This lane's elements of position t's K and V (kv head `kv_head`) through `table`.
+__device__ void load_kv(const PagedAttentionBatch& b, const std::int32_t* table, int kv_head, int t, int lane,
+                        float k[kPerLane], float v[kPerLane]) {
+  const std::uint16_t* page = b.kv_base + std::int64_t(table[t / b.page_size]) * b.elements_per_page;
+  const std::int64_t row_off = (std::int64_t(kv_head) * b.page_size + t % b.page_size) * b.head_dim;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int d = lane + 32 * j;
+    const bool in = d < b.head_dim;
+    k[j] = in ? __half2float(__ushort_as_half(page[b.k_offset + row_off + d])) : 0.f;
+    v[j] = in ? __half2float(__ushort_as_half(page[b.v_offset + row_off + d])) : 0.f;
+  }
+}
+
+__device__ float score_of(const float q[kPerLane], const float k[kPerLane], float scale) {
+  float dot = 0.f;
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) dot = fmaf(q[j], k[j], dot);
+  return warp_sum(dot) * scale;
+}
+
+__device__ float* state_at(float* scratch, const PagedAttentionBatch& b, int r, int h, int slot, int slots) {
+  return scratch + ((std::int64_t(r) * b.num_q_heads + h) * slots + slot) * (b.head_dim + 2);
+}
+
+// A row's own pass: positions row_start..row_pos, one split per warp.
+__global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
+  const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const Split split = plan.own;
+  if (item >= std::int64_t(b.num_rows) * b.num_q_heads * split.num_splits) return;
+  const int s = int(item % split.num_splits);
+  const int h = int((item / split.num_splits) % b.num_q_heads);
+  const int r = int(item / (std::int64_t(split.num_splits) * b.num_q_heads));
+  const int kv_head = h / (b.num_q_heads / b.num_kv_heads);
+  const int first = b.row_start != nullptr ? b.row_start[r] : 0;
+  const int begin = max(first, s * split.positions_per_split);
+  const int end = min(b.row_pos[r] + 1, (s + 1) * split.positions_per_split);  // causal: up to row_pos
+
+  float q[kPerLane], k[kPerLane], v[kPerLane];
+  load_q(b, r, h, lane, q);
+  RowState st;
+  st.reset();
+  const std::int32_t* table = b.page_table + b.row_table[r];
+  for (int t = begin; t < end; ++t) {
+    load_kv(b, table, kv_head, t, lane, k, v);
+    st.add(score_of(q, k, b.scale), v);
+  }
+  st.store(state_at(scratch, b, r, h, s, plan.slots()), lane, b.head_dim);
+}
+
+// A tile's shared pass: positions of one split of the shared part, each K/V element
+// loaded once for every row of the tile.
+__global__ void attention_shared_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
+  const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const Split split = plan.shared;
+  if (item >= std::int64_t(b.num_tiles) * b.num_q_heads * split.num_splits) return;
+  const int s = int(item % split.num_splits);
+  const int h = int((item / split.num_splits) % b.num_q_heads);
+  const int tile = int(item / (std::int64_t(split.num_splits) * b.num_q_heads));
+  const int kv_head = h / (b.num_q_heads / b.num_kv_heads);
+  const std::int32_t* rows = b.tile_rows + std::int64_t(tile) * kSharedTileRows;
+  const int begin = s * split.positions_per_split;
+  const int end = min(b.tile_length[tile], begin + split.positions_per_split);
+
+  float q[kSharedTileRows][kPerLane], k[kPerLane], v[kPerLane];
+  RowState st[kSharedTileRows];
+#pragma unroll
+  for (int i = 0; i < kSharedTileRows; ++i) {
+    if (rows[i] >= 0) load_q(b, rows[i], h, lane, q[i]);
+    st[i].reset();
+  }
+  const std::int32_t* table = b.page_table + b.row_table[rows[0]];  // every row's table begins alike
+  for (int t = begin; t < end; ++t) {
+    load_kv(b, table, kv_head, t, lane, k, v);
+#pragma unroll
+    for (int i = 0; i < kSharedTileRows; ++i)
+      if (rows[i] >= 0) st[i].add(score_of(q[i], k, b.scale), v);  // the same rows for the whole warp
+  }
+#pragma unroll
+  for (int i = 0; i < kSharedTileRows; ++i)
+    if (rows[i] >= 0)
+      st[i].store(state_at(scratch, b, rows[i], h, plan.own.num_splits + s, plan.slots()), lane, b.head_dim);
+}
+
+// One warp per (row, head): out = sum_s u_s e^(m_s - M) / sum_s l_s e^(m_s - M) over the
+// row's own splits and, for a row in a tile, the shared splits.
+__global__ void attention_merge_kernel(PagedAttentionBatch b, Plan plan, const float* scratch) {
   const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (item >= std::int64_t(b.num_rows) * b.num_q_heads) return;
-  const std::int64_t first = item * split.num_splits;
+  const int r = int(item / b.num_q_heads);
+  const bool in_tile = b.row_start != nullptr && b.row_start[r] > 0;
+  const int used = in_tile ? plan.slots() : plan.own.num_splits;
   const int stride = b.head_dim + 2;
+  const float* states = scratch + item * plan.slots() * stride;
   float big_m = -INFINITY;
-  for (int s = 0; s < split.num_splits; ++s) big_m = fmaxf(big_m, scratch[(first + s) * stride + b.head_dim]);
+  for (int s = 0; s < used; ++s) big_m = fmaxf(big_m, states[s * stride + b.head_dim]);
   float denominator = 0.f, acc[kPerLane] = {};
-  for (int s = 0; s < split.num_splits; ++s) {
-    const float* state = scratch + (first + s) * stride;
+  for (int s = 0; s < used; ++s) {
+    const float* state = states + s * stride;
     const float l = state[b.head_dim + 1];
     if (l == 0.f) continue;  // an empty split
     const float w = expf(state[b.head_dim] - big_m);
@@ -117,23 +204,28 @@ __global__ void attention_merge_kernel(PagedAttentionBatch b, Split split, const
   }
 }
 
+unsigned blocks_for(std::int64_t warps) { return unsigned((warps + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
 }  // namespace
 
-int attention_splits(const PagedAttentionBatch& batch) { return split_of(batch).num_splits; }
+int attention_splits(const PagedAttentionBatch& batch) { return plan_of(batch).own.num_splits; }
 
 std::size_t attention_scratch_bytes(const PagedAttentionBatch& batch) {
-  return std::size_t(batch.num_rows) * batch.num_q_heads * std::size_t(attention_splits(batch)) *
+  return std::size_t(batch.num_rows) * batch.num_q_heads * std::size_t(plan_of(batch).slots()) *
          std::size_t(batch.head_dim + 2) * sizeof(float);
 }
 
 void paged_attention(const PagedAttentionBatch& batch, float* scratch, cudaStream_t stream) {
   if (batch.num_rows <= 0) return;
-  const Split split = split_of(batch);
+  const Plan plan = plan_of(batch);
   const std::int64_t items = std::int64_t(batch.num_rows) * batch.num_q_heads;
-  const unsigned split_blocks = unsigned((items * split.num_splits + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  attention_split_kernel<<<split_blocks, kWarpsPerBlock * 32, 0, stream>>>(batch, split, scratch);
-  const unsigned merge_blocks = unsigned((items + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  attention_merge_kernel<<<merge_blocks, kWarpsPerBlock * 32, 0, stream>>>(batch, split, scratch);
+  attention_split_kernel<<<blocks_for(items * plan.own.num_splits), kWarpsPerBlock * 32, 0, stream>>>(batch, plan,
+                                                                                                     scratch);
+  if (plan.shared.num_splits > 0) {
+    const std::int64_t tile_items = std::int64_t(batch.num_tiles) * batch.num_q_heads * plan.shared.num_splits;
+    attention_shared_kernel<<<blocks_for(tile_items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+  }
+  attention_merge_kernel<<<blocks_for(items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
 }
 
 }  // namespace arbor::kernels::cuda

@@ -7,6 +7,12 @@
 // sum l, weighted sum u, rescaled by exp(m_old - m_new)), never a T x T matrix. For
 // long contexts the positions of a row are split into chunks processed in parallel
 // (flash-decoding); a second kernel merges the chunks' (m, l, u) states.
+//
+// Shared prefixes (cascade attention): decode rows whose page tables begin with the same
+// pages may come in tiles (kernels/cuda/shared_prefix.hpp). A tile's pass reads those
+// pages once for all its rows and leaves one (m, l, u) state per row, head and split of
+// the shared part; each row's own pass then starts at row_start, and the merge takes
+// both. Without tiles every row reads its whole context alone, as before.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -31,11 +37,23 @@ struct PagedAttentionBatch {
   int page_size = 0;
   int max_positions = 0;                    // max over rows of row_pos + 1
   float scale = 0.f;                        // usually 1 / sqrt(head_dim)
+  // Shared-prefix tiles (optional; see plan_shared_prefixes): tile t's rows
+  // tile_rows[t * kSharedTileRows ...] (-1 past its last) share their first tile_length[t]
+  // positions' pages, read through its first row's page table. With tiles, row_start[r]
+  // is where row r's own pass begins (its tile's length, or 0).
+  int num_tiles = 0;
+  int max_tile_length = 0;                  // max over tiles of tile_length
+  const std::int32_t* tile_rows = nullptr;
+  const std::int32_t* tile_length = nullptr;
+  const std::int32_t* row_start = nullptr;
 };
 
 inline constexpr int kMaxHeadDim = 256;
+inline constexpr int kSharedTileRows = 8;  // decode rows per shared-prefix tile, at most
 
-// Splits of each row's positions for this batch, and the scratch the split states need.
+// Splits of each row's positions for this batch (its own pass; the shared pass has its
+// own), and the scratch the split states of both need. For a bound before the tiles are
+// known, give num_tiles 1 and max_tile_length max_positions: no plan needs more.
 int attention_splits(const PagedAttentionBatch& batch);
 std::size_t attention_scratch_bytes(const PagedAttentionBatch& batch);
 

@@ -13,6 +13,7 @@
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/matmul.hpp"
 #include "kernels/cuda/ops.hpp"
+#include "kernels/cuda/shared_prefix.hpp"
 #include "model/cuda/cuda_page_allocator.hpp"
 #include "model/cuda/cuda_weights.hpp"
 
@@ -28,21 +29,28 @@ Result<void> cuda_ok(cudaError_t e, const char* what) {
 }
 
 // A step's row metadata, built on the host and uploaded as one int32 array:
-// [tokens | positions | row_page | row_slot | row_table | logit_rows | page_table].
+// [tokens | positions | row_page | row_slot | row_table | logit_rows | page_table |
+//  tile_rows | tile_length | row_start] (the last three: shared-prefix tiles of the
+// decode rows, kernels/cuda/shared_prefix.hpp).
 struct StepPlan {
   std::vector<std::int32_t> ints;
   int rows = 0, logit_rows = 0, max_positions = 0;
   std::size_t positions = 0, row_page = 0, row_slot = 0, row_table = 0, logit_row_ids = 0, page_table = 0;
+  std::size_t tile_rows = 0, tile_length = 0, row_start = 0;
+  int num_tiles = 0, max_tile_length = 0;
 
   void build(std::span<const SequenceStep> batch, int page_size) {
     ints.clear();
     rows = logit_rows = max_positions = 0;
     std::vector<std::int32_t> pos, page, slot, table, want, flat_pages;
+    std::vector<cu::DecodeRowPages> decode_rows;
     for (const SequenceStep& s : batch) {
       const int n = int(s.tokens.size());
       const int end = s.start_pos + n;
       const auto first_page = std::int32_t(flat_pages.size());
-      flat_pages.insert(flat_pages.end(), s.pages.begin(), s.pages.begin() + (end + page_size - 1) / page_size);
+      const int num_pages = (end + page_size - 1) / page_size;
+      flat_pages.insert(flat_pages.end(), s.pages.begin(), s.pages.begin() + num_pages);
+      if (n == 1) decode_rows.push_back({rows, s.start_pos, std::span(s.pages.data(), std::size_t(num_pages))});
       for (int j = 0; j < n; ++j) {
         const int p = s.start_pos + j;
         ints.push_back(s.tokens[std::size_t(j)]);
@@ -56,6 +64,9 @@ struct StepPlan {
       max_positions = std::max(max_positions, end);
     }
     logit_rows = int(want.size());
+    const cu::SharedPrefixPlan tiles = cu::plan_shared_prefixes(decode_rows, rows, page_size);
+    num_tiles = tiles.num_tiles();
+    max_tile_length = tiles.max_tile_length;
     auto append = [&](std::size_t& at, const std::vector<std::int32_t>& v) {
       at = ints.size();
       ints.insert(ints.end(), v.begin(), v.end());
@@ -66,6 +77,9 @@ struct StepPlan {
     append(row_table, table);
     append(logit_row_ids, want);
     append(page_table, flat_pages);
+    append(tile_rows, tiles.tile_rows);
+    append(tile_length, tiles.tile_length);
+    append(row_start, tiles.row_start);
   }
 };
 
@@ -168,6 +182,13 @@ class CudaEngine final : public Engine {
     a.page_size = g.page_size;
     a.max_positions = plan_.max_positions;
     a.scale = 1.f / std::sqrt(float(config_.head_dim));
+    if (plan_.num_tiles > 0) {
+      a.num_tiles = plan_.num_tiles;
+      a.max_tile_length = plan_.max_tile_length;
+      a.tile_rows = ints(plan_.tile_rows);
+      a.tile_length = ints(plan_.tile_length);
+      a.row_start = ints(plan_.row_start);
+    }
     return a;
   }
 
@@ -178,11 +199,13 @@ class CudaEngine final : public Engine {
   };
   StepSizes step_sizes(int rows, int logit_rows, int max_positions) const {
     const std::size_t r = std::size_t(rows), f = sizeof(float);
-    cu::PagedAttentionBatch a;  // only the sizes matter for the scratch
+    cu::PagedAttentionBatch a;  // only the sizes matter for the scratch: a bound for any tiles
     a.num_rows = rows;
     a.num_q_heads = config_.num_heads;
     a.head_dim = config_.head_dim;
     a.max_positions = max_positions;
+    a.num_tiles = 1;
+    a.max_tile_length = max_positions;
     return {r * std::size_t(config_.hidden) * f, r * std::size_t(config_.num_kv_heads) * config_.head_dim * f,
             r * std::size_t(config_.ffn_dim) * f,
             std::size_t(std::max(logit_rows, 1)) * std::size_t(config_.vocab_size) * f,

@@ -1,7 +1,8 @@
 // CUDA paged attention against the CPU reference (gather + full softmax) on random
 // paged K/V: GQA, page sizes 1/4/16 with scrambled page tables, partial last pages,
-// prefill chunks after a cached prefix, batched decode rows of several sequences, and
-// contexts long enough to be split (and merged) across warps.
+// prefill chunks after a cached prefix, batched decode rows of several sequences,
+// contexts long enough to be split (and merged) across warps, and decode rows sharing
+// prefix pages read once per tile (cascade), planned by plan_shared_prefixes.
 #include "kernels/cuda/attention.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include "cuda_test_util.hpp"
 #include "kernels/kernel_test_util.hpp"
 #include "kernels/cpu/attention.hpp"
+#include "kernels/cuda/shared_prefix.hpp"
 
 namespace arbor::kernels::cuda {
 namespace {
@@ -23,6 +25,7 @@ using testing::worst_ratio;
 
 struct Sequence {
   int first_pos = 0, num_rows = 0;  // rows at positions first_pos .. first_pos + num_rows - 1
+  int shares = -1, shared_pages = 0;  // its first shared_pages pages are those of sequence `shares`
 };
 
 struct Case {
@@ -30,7 +33,9 @@ struct Case {
   std::vector<Sequence> seqs;
 };
 
-void run_case(const Case& c, std::uint32_t seed) {
+// With `cascade`, the decode rows are planned into shared-prefix tiles (and the case
+// checks that it made some where sequences share pages).
+void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
   std::mt19937 rng(seed);
   const int layers = 2, layer = 1;
   const std::int64_t block = std::int64_t(c.kv_heads) * c.page_size * c.head_dim;
@@ -51,15 +56,23 @@ void run_case(const Case& c, std::uint32_t seed) {
   const int width = c.q_heads * c.head_dim;
   const auto q = random_floats(rng, std::size_t(total_rows) * width);
 
-  std::vector<std::int32_t> row_pos, row_table;
+  // Each sequence's page table: the shared pages of the sequence it shares with, then
+  // its own pages (back to back in `physical`, as the kernel reads tables).
+  std::vector<std::int32_t> row_pos, row_table, tables;
+  std::vector<std::size_t> table_at(c.seqs.size());
   std::vector<float> want(q.size());
   std::vector<std::vector<const std::uint16_t*>> k_ptrs(c.seqs.size()), v_ptrs(c.seqs.size());
   int row = 0, page = 0, max_positions = 0;
+  std::vector<DecodeRowPages> decode_rows;
+  std::vector<std::size_t> decode_seqs;
   for (std::size_t i = 0; i < c.seqs.size(); ++i) {
     const Sequence& s = c.seqs[i];
     const int pages = (s.first_pos + s.num_rows + c.page_size - 1) / c.page_size;
+    table_at[i] = tables.size();
     for (int p = 0; p < pages; ++p) {
-      const std::uint16_t* base = pool.data() + physical[std::size_t(page + p)] * per_page;
+      const bool shared = s.shares >= 0 && p < s.shared_pages;
+      tables.push_back(shared ? tables[table_at[std::size_t(s.shares)] + std::size_t(p)] : physical[std::size_t(page++)]);
+      const std::uint16_t* base = pool.data() + tables.back() * per_page;
       k_ptrs[i].push_back(base + k_offset);
       v_ptrs[i].push_back(base + v_offset);
     }
@@ -78,16 +91,29 @@ void run_case(const Case& c, std::uint32_t seed) {
     cpu::paged_attention_reference(a);
     for (int j = 0; j < s.num_rows; ++j) {
       row_pos.push_back(s.first_pos + j);
-      row_table.push_back(page);
+      row_table.push_back(std::int32_t(table_at[i]));
+    }
+    if (s.num_rows == 1) {
+      decode_rows.push_back({row, s.first_pos, {}});
+      decode_seqs.push_back(i);
     }
     max_positions = std::max(max_positions, s.first_pos + s.num_rows);
     row += s.num_rows;
-    page += pages;
   }
+  // The decode rows' page tables, now that `tables` is complete.
+  for (std::size_t k = 0; k < decode_rows.size(); ++k)
+    decode_rows[k].pages = std::span(tables).subspan(table_at[decode_seqs[k]], k_ptrs[decode_seqs[k]].size());
+  const SharedPrefixPlan tiles =
+      cascade ? plan_shared_prefixes(decode_rows, total_rows, c.page_size) : SharedPrefixPlan{};
+  if (cascade) {
+    EXPECT_GT(tiles.num_tiles(), 0) << "no decode rows share pages";
+  }
+  auto d_tile_rows = to_device(tiles.tile_rows), d_tile_length = to_device(tiles.tile_length),
+       d_row_start = to_device(tiles.row_start);
 
   auto d_pool = to_device(pool);
   auto d_q = to_device(q);
-  auto d_pos = to_device(row_pos), d_table = to_device(row_table), d_pages = to_device(physical);
+  auto d_pos = to_device(row_pos), d_table = to_device(row_table), d_pages = to_device(tables);
   DeviceBuffer d_out = to_device(std::vector<float>(q.size()));
   PagedAttentionBatch b;
   b.q = d_q.as<float>();
@@ -106,6 +132,13 @@ void run_case(const Case& c, std::uint32_t seed) {
   b.page_size = c.page_size;
   b.max_positions = max_positions;
   b.scale = 1.f / std::sqrt(float(c.head_dim));
+  if (cascade) {
+    b.num_tiles = tiles.num_tiles();
+    b.max_tile_length = tiles.max_tile_length;
+    b.tile_rows = d_tile_rows.as<std::int32_t>();
+    b.tile_length = d_tile_length.as<std::int32_t>();
+    b.row_start = d_row_start.as<std::int32_t>();
+  }
   DeviceBuffer scratch;
   std::string error;
   ASSERT_TRUE(scratch.reserve(attention_scratch_bytes(b), &error)) << error;
@@ -131,6 +164,50 @@ TEST(CudaAttention, LongContextsSplitAndMergeLikeOnePass) {
   ARBOR_REQUIRE_CUDA();
   run_case({32, 8, 128, 16, {{4000, 1}, {7000, 2}}}, 14);  // decode: splits of the context
   run_case({4, 1, 64, 16, {{1900, 300}}}, 15);              // a prefill chunk late in a long context
+}
+
+// N sub-agents decoding over one SharedPrefix: the rows share their first pages (some
+// more than others), plus rows that share nothing and a prefill chunk; each row's
+// output equals its own full attention (the CPU reference over its own page table).
+TEST(CudaAttention, DecodeRowsSharingPrefixPagesReadThemOncePerTile) {
+  ARBOR_REQUIRE_CUDA();
+  std::vector<Sequence> seqs = {{300, 1}};
+  for (int i = 0; i < 10; ++i) seqs.push_back({300 + 7 * i, 1, 0, 18});  // 18 shared pages, own tails
+  seqs.push_back({380, 1, 10, 20});  // 20 pages of the 11th sequence (seq 0's 18, 2 of its own)
+  seqs.push_back({40, 1, 0, 2});     // shares a short prefix only
+  seqs.push_back({77, 1});           // shares nothing
+  seqs.push_back({64, 9, 0, 4});     // a prefill chunk over shared pages: not tiled
+  run_case({9, 3, 64, 16, seqs}, 16, true);
+  run_case({32, 8, 128, 16, {{4000, 1}, {4003, 1, 0, 250}, {4100, 1, 0, 250}, {12, 1}}}, 17, true);  // splits too
+  run_case({8, 2, 80, 4, {{21, 1}, {22, 1, 0, 5}, {23, 1, 0, 5}}}, 18, true);  // page 4, head_dim 80
+}
+
+// The planner alone: tiles hold 2..kSharedTileRows rows with the pages they all share
+// and all see in full; other rows start at 0.
+TEST(SharedPrefixPlan, TilesRowsByTheirLongestCommonLeadingPages) {
+  const std::vector<std::int32_t> a = {5, 6, 7, 8}, b = {5, 6, 7, 9}, c = {5, 6, 1}, d = {2, 3}, e = {5, 6, 7, 8};
+  std::vector<DecodeRowPages> rows = {{0, 63, a}, {1, 63, b}, {2, 40, c}, {3, 20, d}, {4, 50, e}};
+  SharedPrefixPlan plan = plan_shared_prefixes(rows, 6, 16);
+  // Sorted: d | c, a, e, b: one tile of c, a, e, b sharing pages 5, 6 (c sees only two).
+  ASSERT_EQ(plan.num_tiles(), 1);
+  EXPECT_EQ(plan.tile_length[0], 32);
+  EXPECT_EQ(std::vector<std::int32_t>(plan.tile_rows.begin(), plan.tile_rows.begin() + 5),
+            (std::vector<std::int32_t>{2, 0, 4, 1, -1}));
+  EXPECT_EQ(plan.row_start, (std::vector<std::int32_t>{32, 32, 32, 0, 32, 0}));
+  // Row e at position 46 sees pages 5, 6 in full but not 7: with a only two pages shared.
+  rows = {{0, 63, a}, {1, 46, e}};
+  plan = plan_shared_prefixes(rows, 2, 16);
+  ASSERT_EQ(plan.num_tiles(), 1);
+  EXPECT_EQ(plan.tile_length[0], 32);
+  // min_pages: rows sharing fewer pages are not tiled.
+  EXPECT_EQ(plan_shared_prefixes(rows, 2, 16, 3).num_tiles(), 0);
+  // More rows than a tile holds: several tiles, each full but the last.
+  std::vector<DecodeRowPages> many;
+  for (int i = 0; i < kSharedTileRows + 3; ++i) many.push_back({i, 70, a});
+  plan = plan_shared_prefixes(many, kSharedTileRows + 3, 16);
+  ASSERT_EQ(plan.num_tiles(), 2);
+  EXPECT_EQ(plan.tile_length, (std::vector<std::int32_t>{64, 64}));
+  EXPECT_EQ(plan.tile_rows[std::size_t(kSharedTileRows) + 3], -1);
 }
 
 }  // namespace

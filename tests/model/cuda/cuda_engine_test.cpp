@@ -198,6 +198,60 @@ TEST(CudaEngine, PrefixFromCachePlusSuffixEqualsFullPrefill) {
   EXPECT_EQ(gpu.pool->num_used(), 0);
 }
 
+// Sub-agents over one SharedPrefix: readers holding the owner's full pages decode in one
+// batch (their rows tiled, the prefix pages read once per tile) and get the logits of
+// readers that each computed the whole context in pages of their own (no tiles).
+TEST(CudaEngine, DecodeOverSharedPrefixPagesEqualsDecodeOverPrivateCopies) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("smollm2-135m", 4, kernels::GgmlType::Q4_1);
+  Side gpu(cuda_engine(*m), 16, 128);
+  ASSERT_TRUE(gpu.engine);
+  const int vocab = m->config.vocab_size, readers = 5, shared_pages = 3, steps = 3;
+  const auto prefix = random_tokens(shared_pages * 16 + 5, vocab, 21);
+  KvSequence owner;
+  ASSERT_TRUE(prefill(*gpu.engine, *gpu.pool, owner, prefix, 512));
+  std::vector<KvSequence> shared(readers), own(readers);
+  for (int i = 0; i < readers; ++i) {
+    const auto suffix = random_tokens(3 + 4 * i, vocab, 30 + std::uint32_t(i));
+    KvSequence& s = shared[std::size_t(i)];
+    s.pages.assign(owner.pages.begin(), owner.pages.begin() + shared_pages);
+    s.tokens.assign(prefix.begin(), prefix.begin() + shared_pages * 16);
+    for (auto p : s.pages) gpu.pool->ref(p);
+    std::vector<TokenId> rest(prefix.begin() + shared_pages * 16, prefix.end());
+    rest.insert(rest.end(), suffix.begin(), suffix.end());
+    ASSERT_TRUE(prefill(*gpu.engine, *gpu.pool, s, rest, 512));
+    std::vector<TokenId> whole(prefix);
+    whole.insert(whole.end(), suffix.begin(), suffix.end());
+    ASSERT_TRUE(prefill(*gpu.engine, *gpu.pool, own[std::size_t(i)], whole, 512));
+  }
+  std::vector<TokenId> next(std::size_t(readers), 0);
+  for (int i = 0; i < readers; ++i) next[std::size_t(i)] = TokenId(7 * i + 1);
+  for (int step = 0; step < steps; ++step) {
+    std::vector<KvSequence*> a, b;
+    for (int i = 0; i < readers; ++i) {
+      a.push_back(&shared[std::size_t(i)]);
+      b.push_back(&own[std::size_t(i)]);
+    }
+    auto tiled = decode_step(*gpu.engine, *gpu.pool, a, next);
+    auto alone = decode_step(*gpu.engine, *gpu.pool, b, next);
+    ASSERT_TRUE(tiled && alone);
+    EXPECT_LE(max_abs_diff(*tiled, *alone), 1e-3f) << "decode step " << step;
+    for (int i = 0; i < readers; ++i) {
+      std::span<const float> row(alone->data() + std::size_t(i) * vocab, std::size_t(vocab));
+      next[std::size_t(i)] = TokenId(std::max_element(row.begin(), row.end()) - row.begin());
+    }
+  }
+  for (int i = 0; i < readers; ++i) {
+    KvSequence& s = shared[std::size_t(i)];
+    for (int p = 0; p < shared_pages; ++p) gpu.pool->unref(s.pages[std::size_t(p)]);
+    s.pages.erase(s.pages.begin(), s.pages.begin() + shared_pages);
+    release(s, *gpu.pool);
+    release(own[std::size_t(i)], *gpu.pool);
+  }
+  release(owner, *gpu.pool);
+  EXPECT_EQ(gpu.pool->num_used(), 0);
+}
+
 TEST(CudaEngine, AHostPoolIsRefusedWithWhatToDo) {
   ARBOR_REQUIRE_CUDA();
   auto m = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
