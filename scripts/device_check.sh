@@ -93,11 +93,14 @@ if [ -x "$bin/arbor" ]; then
   run synth_smollm2 "" "$bin/arbor" synth-model --shape smollm2-135m --type q4_1 --out "$work/smollm2.gguf"
   run synth_llama3_8b "" "$bin/arbor" synth-model --shape llama3-8b --type q4_0 --out "$work/llama3-8b.gguf" \
     --layers "${ARBOR_DEVICE_LLAMA_LAYERS:-32}"
-  bench_engine() {  # MODEL REPS JSON
-    "$bin/arbor" bench engine --device cuda --model "$1" --reps "$2" --json >"$3"
+  bench_engine() {  # MODEL REPS SHARED_BATCH JSON (shared-prefix decode: 4096-token prefix)
+    "$bin/arbor" bench engine --device cuda --model "$1" --reps "$2" --shared-prefix 4096 --shared-batch "$3" \
+      --json >"$4"
   }
-  run bench_engine_smollm2 "$out/bench_engine_smollm2.json" bench_engine "$work/smollm2.gguf" 3 "$out/bench_engine_smollm2.json"
-  run bench_engine_llama3_8b "$out/bench_engine_llama3_8b.json" bench_engine "$work/llama3-8b.gguf" 1 "$out/bench_engine_llama3_8b.json"
+  run bench_engine_smollm2 "$out/bench_engine_smollm2.json" bench_engine "$work/smollm2.gguf" 3 32 \
+    "$out/bench_engine_smollm2.json"
+  run bench_engine_llama3_8b "$out/bench_engine_llama3_8b.json" bench_engine "$work/llama3-8b.gguf" 1 8 \
+    "$out/bench_engine_llama3_8b.json"
   bench_workflow() {
     "$bin/arbor" bench workflow --device cuda --model "$work/smollm2.gguf" --agents 1,8,64 --kv-mem 8192 --json \
       >"$out/bench_workflow.json"

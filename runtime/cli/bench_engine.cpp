@@ -1,6 +1,8 @@
 // `arbor bench engine`: the llama-bench style figures of the forward engine on one
 // model: pp512 (prompt tokens/s), tg128 (batch-1 decode tokens/s), aggregate decode
-// tokens/s at batch 8, KV bytes per token and peak RSS.
+// tokens/s at batch 8, KV bytes per token and peak RSS; and decode of sub-agents over a
+// shared prefix: the prefix's pages shared (as readers of one cached SharedPrefix hold
+// them) against private copies of the same context, side by side.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -42,6 +44,10 @@ struct EngineFigures {
   double pp512 = 0, tg128 = 0, batch8_aggregate = 0;
 };
 
+struct SharedPrefixFigures {
+  double shared = 0, private_copies = 0;  // aggregate decode tokens/s
+};
+
 // Decodes `steps` tokens for `batch` sequences after a short prompt; tokens/s summed.
 Result<double> decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab) {
   std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
@@ -61,6 +67,57 @@ Result<double> decode_rate(model::Engine& engine, cache::PagePool& pool, int bat
   }
   const double rate = double(batch) * steps / seconds_since(t0);
   for (auto& s : seqs) model::release(s, pool);
+  return rate;
+}
+
+// Decode of `batch` sequences whose contexts are the same `prefix` tokens, then a tail of
+// their own: with `shared`, every sequence holds the first one's full prefix pages (the
+// CUDA engine then reads them once per tile of rows); without, each computed the prefix
+// into pages of its own. Aggregate tokens/s over `steps` steps.
+Result<double> shared_prefix_decode_rate(model::Engine& engine, int vocab, int batch, int prefix, int steps,
+                                         bool shared) {
+  constexpr int kTail = 16;
+  const cache::KvGeometry geometry = engine.kv_geometry(16);
+  cache::PagePool pool(geometry, geometry.pages_for(prefix + kTail + steps) * (batch + 1), *engine.page_allocator());
+  if (pool.storage_error()) return std::unexpected(*pool.storage_error());
+  const auto context = random_tokens(prefix, vocab, 7);
+  const int full_pages = prefix / geometry.page_size, reused = full_pages * geometry.page_size;
+  model::KvSequence owner;
+  if (auto r = model::prefill(engine, pool, owner, context, 512, model::LogitsMode::none); !r)
+    return std::unexpected(r.error());
+  std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
+  std::vector<model::KvSequence*> ptrs;
+  for (int i = 0; i < batch; ++i) {
+    model::KvSequence& s = seqs[std::size_t(i)];
+    std::vector<model::TokenId> rest(context);
+    if (shared) {
+      s.pages.assign(owner.pages.begin(), owner.pages.begin() + full_pages);
+      s.tokens.assign(context.begin(), context.begin() + reused);
+      for (auto p : s.pages) pool.ref(p);
+      rest.erase(rest.begin(), rest.begin() + reused);
+    }
+    const auto tail = random_tokens(kTail, vocab, 200 + std::uint32_t(i));
+    rest.insert(rest.end(), tail.begin(), tail.end());
+    if (auto r = model::prefill(engine, pool, s, rest, 512, model::LogitsMode::none); !r)
+      return std::unexpected(r.error());
+    ptrs.push_back(&s);
+  }
+  std::vector<model::TokenId> next(static_cast<std::size_t>(batch), 1);
+  const auto t0 = Clock::now();
+  for (int step = 0; step < steps; ++step) {
+    auto logits = model::decode_step(engine, pool, ptrs, next);
+    if (!logits) return std::unexpected(logits.error());
+    for (int i = 0; i < batch; ++i) next[std::size_t(i)] = model::TokenId((step * 7 + i * 13) % vocab);
+  }
+  const double rate = double(batch) * steps / seconds_since(t0);
+  for (auto& s : seqs) {
+    if (shared) {
+      for (int p = 0; p < full_pages; ++p) pool.unref(s.pages[std::size_t(p)]);
+      s.pages.erase(s.pages.begin(), s.pages.begin() + full_pages);
+    }
+    model::release(s, pool);
+  }
+  model::release(owner, pool);
   return rate;
 }
 
@@ -93,6 +150,7 @@ namespace {
 
 struct BenchEngineOptions {
   int reps = 3;
+  int shared_prefix = 1024, shared_batch = 8;
   bool json = false;
   RuntimeOptions runtime;  // --model, --device, --threads, --precision
 };
@@ -110,6 +168,7 @@ int bench_engine(const BenchEngineOptions& o) {
 
   // Both activation precisions side by side, in one process (the machine is noisy).
   std::vector<std::pair<std::string, EngineFigures>> results;
+  SharedPrefixFigures prefix_figures;  // with the first precision measured
   cache::KvGeometry geometry;
   std::string device_used, device_info;
   for (const Precision precision : {Precision::accurate, Precision::fast}) {
@@ -120,15 +179,26 @@ int bench_engine(const BenchEngineOptions& o) {
     device_used = model::device_name((*engine)->device());
     device_info = (*engine)->describe();
     geometry = (*engine)->kv_geometry(16);
-    cache::PagePool pool(geometry, geometry.pages_for(1024) * 8, *(*engine)->page_allocator());
-    if (pool.storage_error())
-      return std::fprintf(stderr, "arbor: %s\n", pool.storage_error()->describe().c_str()), kExitFailed;
-    auto figures = measure(**engine, pool, m.config().vocab_size, reps);
+    Result<EngineFigures> figures;
+    {  // an engine's allocator holds one pool at a time (the CUDA one: one device region)
+      cache::PagePool pool(geometry, geometry.pages_for(1024) * 8, *(*engine)->page_allocator());
+      if (pool.storage_error())
+        return std::fprintf(stderr, "arbor: %s\n", pool.storage_error()->describe().c_str()), kExitFailed;
+      figures = measure(**engine, pool, m.config().vocab_size, reps);
+    }
     if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
     // The activation precision is a CPU setting (its int8 matmuls): other devices keep
     // f32 activations, so one pass measures them.
     const bool cpu = (*engine)->device() == model::Device::cpu;
     results.emplace_back(cpu ? name : "f32", *figures);
+    if (o.shared_prefix > 0 && results.size() == 1) {
+      for (const bool shared : {true, false}) {
+        auto rate = shared_prefix_decode_rate(**engine, m.config().vocab_size, o.shared_batch, o.shared_prefix, 32,
+                                              shared);
+        if (!rate) return std::fprintf(stderr, "arbor: %s\n", rate.error().describe().c_str()), kExitFailed;
+        (shared ? prefix_figures.shared : prefix_figures.private_copies) = *rate;
+      }
+    }
     if (!cpu) break;
   }
 
@@ -143,6 +213,13 @@ int bench_engine(const BenchEngineOptions& o) {
       j["precision"][name] = {{"pp512_tokens_per_s", f.pp512}, {"tg128_tokens_per_s", f.tg128},
                               {"batch8_decode_tokens_per_s", f.batch8_aggregate},
                               {"batch8_speedup", f.batch8_aggregate / f.tg128}};
+    if (o.shared_prefix > 0)
+      j["shared_prefix_decode"] = {{"prefix_tokens", o.shared_prefix},
+                                   {"batch", o.shared_batch},
+                                   {"activations", results.front().first},
+                                   {"shared_tokens_per_s", prefix_figures.shared},
+                                   {"private_copies_tokens_per_s", prefix_figures.private_copies},
+                                   {"speedup", prefix_figures.shared / prefix_figures.private_copies}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("model            %s (%s)\n", m.config().name.c_str(), path.c_str());
@@ -155,6 +232,11 @@ int bench_engine(const BenchEngineOptions& o) {
       std::printf("  decode batch 8 %8.1f tokens/s aggregate (%.2fx batch 1)\n", f.batch8_aggregate,
                   f.batch8_aggregate / f.tg128);
     }
+    if (o.shared_prefix > 0)
+      std::printf("decode batch %d over a %d-token prefix (%s activations): %.1f tokens/s with its pages shared, "
+                  "%.1f with private copies (%.2fx)\n",
+                  o.shared_batch, o.shared_prefix, results.front().first.c_str(), prefix_figures.shared,
+                  prefix_figures.private_copies, prefix_figures.shared / prefix_figures.private_copies);
     std::printf("KV per token     %zu bytes (f16)\n", geometry.bytes_per_token());
     std::printf("peak RSS         %.1f MB\n", peak_rss_mb);
   }
@@ -172,6 +254,16 @@ Runner setup_bench_engine(CLI::App& app) {
   app.add_option("--reps", o->reps, "measured repetitions (after one warm-up)")
       ->type_name("N")
       ->check(integer_in(1, 1000))
+      ->capture_default_str();
+  app.add_option("--shared-prefix", o->shared_prefix,
+                 "prefix tokens of the shared-prefix decode (sub-agents over one SharedPrefix: its pages shared vs "
+                 "private copies); 0 skips it")
+      ->type_name("N")
+      ->check(integer_in(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--shared-batch", o->shared_batch, "sequences decoding over that prefix together")
+      ->type_name("N")
+      ->check(integer_in(1, 256))
       ->capture_default_str();
   app.add_flag("--json", o->json, "print the figures as one JSON document");
   return [o] { return bench_engine(*o); };
