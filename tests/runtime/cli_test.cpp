@@ -306,6 +306,7 @@ TEST(Cli, ABadValueNamesTheFlag) {
       {"run WF.json --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
       {"serve --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
       {"bench engine --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
+      {"bench engine --shared-batch 0", "--shared-batch: expects an integer in 1..256, got '0'"},
       {"generate --prompt hi --temperature 1e999", "--temperature: expects a number in 0..100, got '1e999'"},
       {"generate --prompt hi --max-tokens many", "--max-tokens: expects an integer"},
       // The sampling flags' ranges: sampling_limits (common/sampling_settings.hpp).
