@@ -268,6 +268,7 @@ void BatchEngine::admit() {
 
 void BatchEngine::step() {
   ++num_steps_;
+  const auto start = std::chrono::steady_clock::now();
   expire_pins();
   const std::size_t queued = queue_.size();
   admit();
@@ -276,6 +277,10 @@ void BatchEngine::step() {
   if (!live_.empty()) batch = run_batch();
   const std::size_t before = live_.size();
   remove_finished();
+  if (batch.decode_rows + batch.prefill_rows > 0) {
+    ++batched_steps_;
+    step_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   if (log::enabled(spdlog::level::debug)) trace_step(batch, admitted, before - live_.size());
 }
 
@@ -318,7 +323,10 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
     shape.prefill_tokens += n;
   }
   if (steps.empty()) return shape;
-  if (auto ok = config_.engine->forward(steps, cache_->pool(), logits_); !ok) {
+  const auto forward_start = std::chrono::steady_clock::now();
+  const auto ok = config_.engine->forward(steps, cache_->pool(), logits_);
+  forward_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
+  if (!ok) {
     for (Live* l : rows) fail_live(*l, ok.error());
     return shape;
   }
@@ -625,6 +633,9 @@ CacheSnapshot BatchEngine::snapshot() const {
   x.pins = s.num_pins;
   x.pages_pinned = int(s.pinned_pages);
   x.num_steps = num_steps_;
+  x.batched_steps = batched_steps_;
+  x.step_seconds = step_seconds_;
+  x.forward_seconds = forward_seconds_;
   x.schemas_compiled = constraints_.num_compiled();
   for (cache::TenantId t = 0;; ++t) {
     auto ts = cache_->tenant_stats(t);

@@ -238,6 +238,8 @@ class BatchEngine {
   TokenUsage served_;                     // every request that generates (CacheStats' TokenUsage)
   std::uint64_t warmup_tokens_ = 0;
   std::uint64_t num_steps_ = 0;
+  std::uint64_t batched_steps_ = 0;             // steps that ran a forward
+  double step_seconds_ = 0, forward_seconds_ = 0;  // their wall time; the forwards' part
   std::uint64_t traced_hit_tokens_ = 0, traced_evicted_pages_ = 0;  // at the last trace line
 };
 

@@ -53,6 +53,9 @@ std::string workflow_json(int num_agents, int max_tokens) {
 // Its TokenUsage: the cache's, computed_tokens with the warm-ups' (all prefill work).
 struct Figures : TokenUsage {
   double wall_ms = 0, ttft_median_ms = 0, ttft_max_ms = 0, decode_tokens_per_s = 0;
+  // The scheduler's host work between forwards: per batched step, and its share of the
+  // steps' time (what a device would wait on unless steps overlap).
+  double host_ms_per_step = 0, host_share = 0;
   std::uint64_t ideal_prefill = 0;  // P + sum of suffixes
 };
 
@@ -69,6 +72,9 @@ Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, c
   f.wall_ms = run.wall_ms;
   f.usage() = stats.usage();
   f.computed_tokens += stats.warmup_tokens;  // all prefill work
+  const double host_seconds = stats.step_seconds - stats.forward_seconds;
+  if (stats.batched_steps > 0) f.host_ms_per_step = 1000.0 * host_seconds / double(stats.batched_steps);
+  if (stats.step_seconds > 0) f.host_share = host_seconds / stats.step_seconds;
   std::vector<double> ttft;
   double decode_window_ms = 0;
   std::uint64_t shared = 0;  // the prefix every agent shares, in tokens: the longest hit
@@ -106,8 +112,8 @@ int bench_workflow(const WorkflowOptions& o) {
   const std::string base_dir = find_project_file("workflows/examples");
 
   BenchReport report(o.json, {{"threads", config.num_threads}, {"precision", to_string(config.precision)}});
-  report.header("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s\n", "agents", "cache", "wall_ms", "prompt", "computed",
-                "ideal", "ttft_med", "ttft_max", "decode/s", "speedup");
+  report.header("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s %13s\n", "agents", "cache", "wall_ms", "prompt",
+                "computed", "ideal", "ttft_med", "ttft_max", "decode/s", "speedup", "host_ms/step");
   for (int n : counts) {
     Figures on, off;
     for (bool cache : {true, false}) {
@@ -123,11 +129,13 @@ int bench_workflow(const WorkflowOptions& o) {
                   {"computed_tokens", f.computed_tokens}, {"ideal_prefill_tokens", on.ideal_prefill},
                   {"generated_tokens", f.generated_tokens}, {"ttft_median_ms", f.ttft_median_ms},
                   {"ttft_max_ms", f.ttft_max_ms}, {"decode_tokens_per_s", f.decode_tokens_per_s},
-                  {"speedup_vs_no_cache", cache ? speedup : 1.0}},
-                 "%6d %5s %9.0f %8llu %8llu %9llu %9.0f %9.0f %9.1f %10s\n", n, cache ? "on" : "off", f.wall_ms,
-                 (unsigned long long)f.prompt_tokens, (unsigned long long)f.computed_tokens,
+                  {"speedup_vs_no_cache", cache ? speedup : 1.0}, {"host_ms_per_step", f.host_ms_per_step},
+                  {"host_share_of_step_time", f.host_share}},
+                 "%6d %5s %9.0f %8llu %8llu %9llu %9.0f %9.0f %9.1f %10s %6.3f (%2.0f%%)\n", n, cache ? "on" : "off",
+                 f.wall_ms, (unsigned long long)f.prompt_tokens, (unsigned long long)f.computed_tokens,
                  (unsigned long long)on.ideal_prefill, f.ttft_median_ms, f.ttft_max_ms, f.decode_tokens_per_s,
-                 cache ? (std::to_string(speedup).substr(0, 4) + "x").c_str() : "");
+                 cache ? (std::to_string(speedup).substr(0, 4) + "x").c_str() : "", f.host_ms_per_step,
+                 100.0 * f.host_share);
     }
   }
   return report.finish();

@@ -818,6 +818,9 @@ CacheStats ClusterBackend::cache_stats() const {
     total.evictions += s.evictions;
     total.live_sequences += s.live_sequences;
     total.queued_requests += s.queued_requests;
+    total.batched_steps += s.batched_steps;
+    total.step_seconds += s.step_seconds;
+    total.forward_seconds += s.forward_seconds;
     for (const auto& [name, t] : s.tenants) {
       auto& to = total.tenants[name];
       add(to, t);

@@ -175,6 +175,13 @@ std::string Metrics::render(const CacheStats& cache, int total_inflight,
   w.line("arbor_cache_evictions_total", "", double(cache.evictions));
   w.head("arbor_cache_global_hit_ratio", "gauge", "Cached / prompt tokens over the runtime's lifetime.");
   w.line("arbor_cache_global_hit_ratio", "", cache.hit_ratio);
+  w.head("arbor_scheduler_steps_total", "counter", "Batched forward steps of the scheduler.");
+  w.line("arbor_scheduler_steps_total", "", double(cache.batched_steps));
+  w.head("arbor_scheduler_step_seconds_total", "counter", "Wall time of those steps.");
+  w.line("arbor_scheduler_step_seconds_total", "", cache.step_seconds);
+  w.head("arbor_engine_forward_seconds_total", "counter",
+         "The part of the steps' time inside the engine's forward; the rest is host work.");
+  w.line("arbor_engine_forward_seconds_total", "", cache.forward_seconds);
   w.head("arbor_queue_depth", "gauge", "Admissions waiting in the cache actor's queue.");
   w.line("arbor_queue_depth", "", cache.queued_requests);
   w.head("arbor_live_sequences", "gauge", "Sequences being prefilled or decoded.");

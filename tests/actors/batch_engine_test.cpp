@@ -49,6 +49,25 @@ TEST(BatchEngine, DecodeRowsOfAllSequencesShareOneStep) {
   h.expect_clean();
 }
 
+// Every step that ran a forward is counted and timed; the forward is a part of it, the
+// rest is host work (admission, matching, sampling), never negative.
+TEST(BatchEngine, BatchedStepsAreTimedWithTheirForwardPart) {
+  Harness h(config());
+  EXPECT_EQ(h.s->snapshot().batched_steps, 0u);
+  const auto ids = submit_team(h, 3, 10);
+  h.drain();
+  for (auto id : ids) EXPECT_TRUE(h.results.at(id).ok) << h.results.at(id).error;
+  const auto snap = h.s->snapshot();
+  EXPECT_GE(snap.batched_steps, 10u) << "10 tokens each, one per decode step at most";
+  EXPECT_LE(snap.batched_steps, snap.num_steps);
+  EXPECT_GT(snap.forward_seconds, 0.0);
+  EXPECT_LE(snap.forward_seconds, snap.step_seconds);
+  const auto json = nlohmann::json(static_cast<const CacheStats&>(snap));
+  EXPECT_EQ(json.at("batched_steps"), snap.batched_steps);
+  EXPECT_DOUBLE_EQ(json.at("forward_seconds").get<double>(), snap.forward_seconds);
+  h.expect_clean();
+}
+
 TEST(BatchEngine, CachingOnAndOffGiveTheSameTokens) {
   Harness on(config(256, true)), off(config(256, false));
   const auto a = submit_team(on, 4, 8);
