@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <future>
 
 #include "fault_injection.hpp"
 #include "model/device.hpp"
@@ -139,18 +138,7 @@ TEST_P(RuntimeOnDevice, TimeoutMidGenerationFailsTheRunAndFreesEveryPage) {
 TEST_P(RuntimeOnDevice, CancelMidRunStopsEveryAgentAndFreesEveryPage) {
   auto rt = runtime();
   ASSERT_TRUE(rt);
-  std::promise<void> first_token;
-  std::atomic<bool> seen{false};
-  auto h = rt->start(team_workflow("cancel", long_system("rivers", 3), 3, 400),
-                     {.on_event =
-                          [&](const Event& e) {
-                            if (e.kind == Event::Kind::token && !seen.exchange(true)) first_token.set_value();
-                          },
-                      .workflow_is_text = true});
-  ASSERT_TRUE(h);
-  first_token.get_future().wait();
-  h->cancel();
-  const auto r = h->wait();
+  const auto r = cancel_at_first_token(*rt, team_workflow("cancel", long_system("rivers", 3), 3, 400));
   EXPECT_EQ(r.status, RunStatus::cancelled);
   std::size_t generated = 0;
   for (const auto& a : r.agents) generated += a.generated_tokens;

@@ -65,6 +65,27 @@ inline RunResult run_text(Runtime& rt, const std::string& text, const std::map<s
   return h->wait();
 }
 
+// Starts `workflow` (text), cancels it as soon as its first token streams, and returns
+// the run's result (checking that the handle is done).
+inline RunResult cancel_at_first_token(Runtime& rt, const std::string& workflow,
+                                       const std::map<std::string, std::string>& inputs = {}) {
+  std::promise<void> first_token;
+  std::atomic<bool> seen{false};
+  auto h = rt.start(workflow, {.inputs = inputs,
+                               .on_event =
+                                   [&](const Event& e) {
+                                     if (e.kind == Event::Kind::token && !seen.exchange(true)) first_token.set_value();
+                                   },
+                               .workflow_is_text = true});
+  EXPECT_TRUE(h) << (h ? "" : h.error().describe());
+  if (!h) return {};
+  first_token.get_future().wait();
+  h->cancel();
+  RunResult r = h->wait();
+  EXPECT_TRUE(h->done());
+  return r;
+}
+
 // A request of one user message (the chat template adds the model's default system
 // message), generating at most `max_tokens`.
 inline GenerateRequest user_request(const std::string& text, int max_tokens = SamplingSettings{}.max_tokens) {

@@ -75,21 +75,8 @@ TEST(Supervision, TimeoutOfARealGenerationFailsCleanly) {
 TEST(Supervision, CancellationStopsGeneration) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt);
-  std::promise<void> first_token;
-  std::atomic<bool> seen{false};
-  auto h = rt->start(team_workflow("cancel", long_system("rivers", 3), 3, 400),
-                     {.inputs = kThree,
-                      .on_event =
-                          [&](const Event& e) {
-                            if (e.kind == Event::Kind::token && !seen.exchange(true)) first_token.set_value();
-                          },
-                      .workflow_is_text = true});
-  ASSERT_TRUE(h);
-  first_token.get_future().wait();
-  h->cancel();
-  const auto r = h->wait();
+  const auto r = cancel_at_first_token(*rt, team_workflow("cancel", long_system("rivers", 3), 3, 400), kThree);
   EXPECT_EQ(r.status, RunStatus::cancelled);
-  EXPECT_TRUE(h->done());
   std::size_t generated = 0;
   for (const auto& a : r.agents) {
     EXPECT_NE(a.status, AgentStatus::ok) << a.id;
