@@ -14,15 +14,24 @@ Result<void> reserve_pages(KvSequence& seq, cache::PagePool& pool, int num_token
   return {};
 }
 
+void borrow_prefix(KvSequence& reader, const KvSequence& owner, int num_pages, cache::PagePool& pool) {
+  const int page_size = pool.geometry().page_size;
+  reader.pages.assign(owner.pages.begin(), owner.pages.begin() + num_pages);
+  reader.tokens.assign(owner.tokens.begin(), owner.tokens.begin() + std::ptrdiff_t(num_pages) * page_size);
+  reader.borrowed_pages = num_pages;
+  for (cache::PageId p : reader.pages) pool.ref(p);
+}
+
 void release(KvSequence& seq, cache::PagePool& pool) { truncate(seq, pool, 0); }
 
 void truncate(KvSequence& seq, cache::PagePool& pool, int num_tokens) {
   const std::size_t keep = std::size_t(pool.geometry().pages_for(num_tokens));
   for (std::size_t i = keep; i < seq.pages.size(); ++i) {
-    pool.unprotect(seq.pages[i]);
+    if (i >= std::size_t(seq.borrowed_pages)) pool.unprotect(seq.pages[i]);  // borrowed ones: a reference only
     pool.unref(seq.pages[i]);
   }
   if (keep < seq.pages.size()) seq.pages.resize(keep);
+  seq.borrowed_pages = std::min(seq.borrowed_pages, int(seq.pages.size()));
   if (std::size_t(num_tokens) < seq.tokens.size()) seq.tokens.resize(std::size_t(num_tokens));
 }
 

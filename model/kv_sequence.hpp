@@ -1,6 +1,7 @@
-// The simplest owner of KV for sequences that share nothing: private pages taken
-// straight from a PagePool. Used by `arbor perplexity`, `arbor bench engine` and the
-// engine tests; the cache actor uses cache::PrefixCache instead, which adds sharing.
+// The simplest owner of KV for a sequence: private pages taken straight from a PagePool,
+// after, optionally, full pages borrowed from another sequence (as a cache reader holds
+// a SharedPrefix's pages). Used by `arbor perplexity`, `arbor bench engine` and the
+// engine tests; the cache actor uses cache::PrefixCache instead, which adds the tree.
 #pragma once
 
 #include <span>
@@ -12,14 +13,22 @@
 namespace arbor::model {
 
 struct KvSequence {
-  std::vector<cache::PageId> pages;  // page table; every page private to this sequence
+  std::vector<cache::PageId> pages;  // page table: borrowed pages first, then private ones
   std::vector<TokenId> tokens;       // tokens whose K/V are stored, in order
+  // The first borrowed_pages pages are another sequence's full pages, read only: this
+  // sequence holds a reference on each, not the protection its private pages have.
+  int borrowed_pages = 0;
 };
+
+// Makes `reader` (empty) begin with `owner`'s first `num_pages` full pages and their
+// tokens, referencing them; the next prefill continues after them (KV rules 10, 14).
+void borrow_prefix(KvSequence& reader, const KvSequence& owner, int num_pages, cache::PagePool& pool);
 
 // Makes the page table cover `num_tokens` positions; out_of_memory (and no change)
 // when the pool has too few free pages.
 Result<void> reserve_pages(KvSequence& seq, cache::PagePool& pool, int num_tokens);
-// Returns every page to the pool and empties the sequence.
+// Returns every page to the pool (drops the references on borrowed ones) and empties the
+// sequence.
 void release(KvSequence& seq, cache::PagePool& pool);
 // An edit at token m (KV rule 3): keeps positions 0..m-1 and returns the pages that
 // held nothing else; the next prefill continues from m.

@@ -48,26 +48,34 @@ struct SharedPrefixFigures {
   double shared = 0, private_copies = 0;  // aggregate decode tokens/s
 };
 
+// Decodes `steps` steps of every sequence of `seqs` together (arbitrary next tokens),
+// then releases them all; tokens/s summed over the sequences.
+Result<double> decode_and_release(model::Engine& engine, cache::PagePool& pool, std::vector<model::KvSequence>& seqs,
+                                  int steps, int vocab) {
+  std::vector<model::KvSequence*> ptrs;
+  for (auto& s : seqs) ptrs.push_back(&s);
+  const int batch = int(seqs.size());
+  std::vector<model::TokenId> next(seqs.size(), 1);
+  Result<double> rate;
+  const auto t0 = Clock::now();
+  for (int step = 0; step < steps && rate; ++step) {
+    if (auto logits = model::decode_step(engine, pool, ptrs, next); !logits) rate = std::unexpected(logits.error());
+    for (int i = 0; i < batch; ++i) next[std::size_t(i)] = model::TokenId((step * 7 + i * 13) % vocab);
+  }
+  if (rate) rate = double(batch) * steps / seconds_since(t0);
+  for (auto& s : seqs) model::release(s, pool);
+  return rate;
+}
+
 // Decodes `steps` tokens for `batch` sequences after a short prompt; tokens/s summed.
 Result<double> decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab) {
   std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
-  std::vector<model::KvSequence*> ptrs;
   for (int i = 0; i < batch; ++i) {
     auto prompt = random_tokens(16, vocab, 100 + std::uint32_t(i));
     if (auto r = model::prefill(engine, pool, seqs[std::size_t(i)], prompt, 512, model::LogitsMode::none); !r)
       return std::unexpected(r.error());
-    ptrs.push_back(&seqs[std::size_t(i)]);
   }
-  std::vector<model::TokenId> next(static_cast<std::size_t>(batch), 1);
-  const auto t0 = Clock::now();
-  for (int s = 0; s < steps; ++s) {
-    auto logits = model::decode_step(engine, pool, ptrs, next);
-    if (!logits) return std::unexpected(logits.error());
-    for (int i = 0; i < batch; ++i) next[std::size_t(i)] = model::TokenId((s * 7 + i * 13) % vocab);
-  }
-  const double rate = double(batch) * steps / seconds_since(t0);
-  for (auto& s : seqs) model::release(s, pool);
-  return rate;
+  return decode_and_release(engine, pool, seqs, steps, vocab);
 }
 
 // Decode of `batch` sequences whose contexts are the same `prefix` tokens, then a tail of
@@ -81,42 +89,24 @@ Result<double> shared_prefix_decode_rate(model::Engine& engine, int vocab, int b
   cache::PagePool pool(geometry, geometry.pages_for(prefix + kTail + steps) * (batch + 1), *engine.page_allocator());
   if (pool.storage_error()) return std::unexpected(*pool.storage_error());
   const auto context = random_tokens(prefix, vocab, 7);
-  const int full_pages = prefix / geometry.page_size, reused = full_pages * geometry.page_size;
+  const int full_pages = prefix / geometry.page_size;
   model::KvSequence owner;
   if (auto r = model::prefill(engine, pool, owner, context, 512, model::LogitsMode::none); !r)
     return std::unexpected(r.error());
   std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
-  std::vector<model::KvSequence*> ptrs;
   for (int i = 0; i < batch; ++i) {
     model::KvSequence& s = seqs[std::size_t(i)];
     std::vector<model::TokenId> rest(context);
     if (shared) {
-      s.pages.assign(owner.pages.begin(), owner.pages.begin() + full_pages);
-      s.tokens.assign(context.begin(), context.begin() + reused);
-      for (auto p : s.pages) pool.ref(p);
-      rest.erase(rest.begin(), rest.begin() + reused);
+      model::borrow_prefix(s, owner, full_pages, pool);
+      rest.erase(rest.begin(), rest.begin() + std::ptrdiff_t(s.tokens.size()));
     }
     const auto tail = random_tokens(kTail, vocab, 200 + std::uint32_t(i));
     rest.insert(rest.end(), tail.begin(), tail.end());
     if (auto r = model::prefill(engine, pool, s, rest, 512, model::LogitsMode::none); !r)
       return std::unexpected(r.error());
-    ptrs.push_back(&s);
   }
-  std::vector<model::TokenId> next(static_cast<std::size_t>(batch), 1);
-  const auto t0 = Clock::now();
-  for (int step = 0; step < steps; ++step) {
-    auto logits = model::decode_step(engine, pool, ptrs, next);
-    if (!logits) return std::unexpected(logits.error());
-    for (int i = 0; i < batch; ++i) next[std::size_t(i)] = model::TokenId((step * 7 + i * 13) % vocab);
-  }
-  const double rate = double(batch) * steps / seconds_since(t0);
-  for (auto& s : seqs) {
-    if (shared) {
-      for (int p = 0; p < full_pages; ++p) pool.unref(s.pages[std::size_t(p)]);
-      s.pages.erase(s.pages.begin(), s.pages.begin() + full_pages);
-    }
-    model::release(s, pool);
-  }
+  auto rate = decode_and_release(engine, pool, seqs, steps, vocab);
   model::release(owner, pool);
   return rate;
 }

@@ -74,20 +74,12 @@ TEST_F(RealModel, PrefixFromCachePlusSuffixEqualsFullPrefill) {
     const int shared_pages = prefix_len / kPageSize;  // only full pages are shared
     const int reused = shared_pages * kPageSize;
     KvSequence reader;
-    reader.pages.assign(owner.pages.begin(), owner.pages.begin() + shared_pages);
-    reader.tokens.assign(tokens_.begin(), tokens_.begin() + reused);
-    for (auto p : reader.pages) pool_->ref(p);
+    borrow_prefix(reader, owner, shared_pages, *pool_);
     std::span<const std::int32_t> rest(tokens_.begin() + reused, tokens_.end());
     auto logits = prefill(*engine_, *pool_, reader, rest, 512, LogitsMode::all);
     ASSERT_TRUE(logits) << logits.error().message;
     std::span<const float> expected(reference.begin() + std::ptrdiff_t(std::size_t(reused) * vocab), reference.end());
     EXPECT_LT(max_abs_diff(*logits, expected), 0.05f);
-    // The shared pages were not written: the owner's logits are unchanged.
-    for (int i = 0; i < shared_pages; ++i) {
-      pool_->unref(reader.pages[std::size_t(i)]);
-      reader.pages[std::size_t(i)] = cache::kNoPage;
-    }
-    reader.pages.erase(reader.pages.begin(), reader.pages.begin() + shared_pages);
     release(reader, *pool_);
   }
   release(owner, *pool_);

@@ -182,16 +182,12 @@ TEST(CudaEngine, PrefixFromCachePlusSuffixEqualsFullPrefill) {
   for (int shared_pages : {1, 3}) {
     const int reused = shared_pages * 16;
     KvSequence reader;
-    reader.pages.assign(full.pages.begin(), full.pages.begin() + shared_pages);
-    reader.tokens.assign(tokens.begin(), tokens.begin() + reused);
-    for (auto p : reader.pages) gpu.pool->ref(p);
+    borrow_prefix(reader, full, shared_pages, *gpu.pool);
     std::span<const TokenId> rest(tokens.begin() + reused, tokens.end());
     auto logits = prefill(*gpu.engine, *gpu.pool, reader, rest, 512, LogitsMode::all);
     ASSERT_TRUE(logits) << logits.error().message;
     std::span<const float> expected(reference->begin() + std::ptrdiff_t(std::size_t(reused) * vocab), reference->end());
     EXPECT_LE(max_abs_diff(*logits, expected), 1e-3f) << shared_pages << " shared pages";
-    for (int i = 0; i < shared_pages; ++i) gpu.pool->unref(reader.pages[std::size_t(i)]);
-    reader.pages.erase(reader.pages.begin(), reader.pages.begin() + shared_pages);
     release(reader, *gpu.pool);
   }
   release(full, *gpu.pool);
@@ -214,9 +210,7 @@ TEST(CudaEngine, DecodeOverSharedPrefixPagesEqualsDecodeOverPrivateCopies) {
   for (int i = 0; i < readers; ++i) {
     const auto suffix = random_tokens(3 + 4 * i, vocab, 30 + std::uint32_t(i));
     KvSequence& s = shared[std::size_t(i)];
-    s.pages.assign(owner.pages.begin(), owner.pages.begin() + shared_pages);
-    s.tokens.assign(prefix.begin(), prefix.begin() + shared_pages * 16);
-    for (auto p : s.pages) gpu.pool->ref(p);
+    borrow_prefix(s, owner, shared_pages, *gpu.pool);
     std::vector<TokenId> rest(prefix.begin() + shared_pages * 16, prefix.end());
     rest.insert(rest.end(), suffix.begin(), suffix.end());
     ASSERT_TRUE(prefill(*gpu.engine, *gpu.pool, s, rest, 512));
@@ -242,10 +236,7 @@ TEST(CudaEngine, DecodeOverSharedPrefixPagesEqualsDecodeOverPrivateCopies) {
     }
   }
   for (int i = 0; i < readers; ++i) {
-    KvSequence& s = shared[std::size_t(i)];
-    for (int p = 0; p < shared_pages; ++p) gpu.pool->unref(s.pages[std::size_t(p)]);
-    s.pages.erase(s.pages.begin(), s.pages.begin() + shared_pages);
-    release(s, *gpu.pool);
+    release(shared[std::size_t(i)], *gpu.pool);
     release(own[std::size_t(i)], *gpu.pool);
   }
   release(owner, *gpu.pool);
