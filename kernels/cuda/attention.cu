@@ -109,15 +109,22 @@ __device__ float* state_at(float* scratch, const PagedAttentionBatch& b, int r, 
   return scratch + ((std::int64_t(r) * b.num_q_heads + h) * slots + slot) * (b.head_dim + 2);
 }
 
+// The (row or tile, head, split) of warp `item`, splits innermost.
+struct WarpItem {
+  int outer, head, split;
+};
+__device__ WarpItem warp_item(std::int64_t item, int num_heads, int num_splits) {
+  return {int(item / (std::int64_t(num_splits) * num_heads)), int((item / num_splits) % num_heads),
+          int(item % num_splits)};
+}
+
 // A row's own pass: positions row_start..row_pos, one split per warp.
 __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
   const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const Split split = plan.own;
   if (item >= std::int64_t(b.num_rows) * b.num_q_heads * split.num_splits) return;
-  const int s = int(item % split.num_splits);
-  const int h = int((item / split.num_splits) % b.num_q_heads);
-  const int r = int(item / (std::int64_t(split.num_splits) * b.num_q_heads));
+  const auto [r, h, s] = warp_item(item, b.num_q_heads, split.num_splits);
   const int kv_head = h / (b.num_q_heads / b.num_kv_heads);
   const int first = b.row_start != nullptr ? b.row_start[r] : 0;
   const int begin = max(first, s * split.positions_per_split);
@@ -142,9 +149,7 @@ __global__ void attention_shared_kernel(PagedAttentionBatch b, Plan plan, float*
   const int lane = threadIdx.x % 32;
   const Split split = plan.shared;
   if (item >= std::int64_t(b.num_tiles) * b.num_q_heads * split.num_splits) return;
-  const int s = int(item % split.num_splits);
-  const int h = int((item / split.num_splits) % b.num_q_heads);
-  const int tile = int(item / (std::int64_t(split.num_splits) * b.num_q_heads));
+  const auto [tile, h, s] = warp_item(item, b.num_q_heads, split.num_splits);
   const int kv_head = h / (b.num_q_heads / b.num_kv_heads);
   const std::int32_t* rows = b.tile_rows + std::int64_t(tile) * kSharedTileRows;
   const int begin = s * split.positions_per_split;
