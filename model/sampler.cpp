@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/ops.hpp"
 #include "model/token_mask.hpp"
 
 namespace arbor::model {
@@ -50,11 +51,7 @@ std::uint64_t SamplerRng::next() {
 double SamplerRng::uniform() { return double(next() >> 11) * 0x1.0p-53; }
 
 std::int32_t argmax(std::span<const float> logits) {
-  if (logits.empty()) return -1;
-  std::size_t best = 0;
-  for (std::size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[best]) best = i;
-  return std::int32_t(best);
+  return kernels::cpu::argmax(logits.data(), int(logits.size()));
 }
 
 std::vector<TokenProb> softmax_candidates(std::span<const float> logits, float temperature) {

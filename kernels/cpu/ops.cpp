@@ -179,6 +179,41 @@ void softmax_reference(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] = float(e[i] / sum);
 }
 
+int argmax(const float* x, int n) {
+  if (n <= 0) return -1;
+  // Pass 1: the maximum, four accumulators in flight. _mm256_max_ps returns its second
+  // operand when either is NaN, so a NaN in x never enters an accumulator.
+  const __m256 lowest = _mm256_set1_ps(-INFINITY);
+  __m256 m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;
+  int i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2);
+    m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+  }
+  for (; i + 8 <= n; i += 8) m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+  float max = simd::hmax(_mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3)));
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  // Pass 2: the first position holding it (the row is in cache by now).
+  const __m256 vmax = _mm256_set1_ps(max);
+  i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const int hits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vmax, _CMP_EQ_OQ));
+    if (hits != 0) return i + __builtin_ctz(unsigned(hits));
+  }
+  for (; i < n; ++i)
+    if (x[i] == max) return i;
+  return 0;  // every value is NaN
+}
+
+int argmax_reference(const float* x, int n) {
+  int best = -1;
+  for (int i = 0; i < n; ++i)
+    if (!std::isnan(x[i]) && (best < 0 || x[i] > x[best])) best = i;
+  return n > 0 && best < 0 ? 0 : best;
+}
+
 void fp32_to_fp16_row(const float* src, std::uint16_t* dst, int n) {
   int i = 0;
   for (; i + 8 <= n; i += 8) {

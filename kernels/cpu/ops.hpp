@@ -27,6 +27,12 @@ void add_inplace(float* x, const float* y, int n);
 void softmax(float* x, int n);
 void softmax_reference(float* x, int n);
 
+// Index of the largest of x[0..n) (the lowest index among equal maxima; NaNs are
+// skipped); -1 when n == 0, 0 when every value is NaN. Greedy sampling runs it over a
+// vocabulary-sized row per sequence per step, on the scheduler's thread.
+int argmax(const float* x, int n);
+int argmax_reference(const float* x, int n);
+
 // f32 <-> f16 rows (KV cache stores f16).
 void fp32_to_fp16_row(const float* src, std::uint16_t* dst, int n);
 void fp16_to_fp32_row(const std::uint16_t* src, float* dst, int n);

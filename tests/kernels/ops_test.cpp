@@ -116,6 +116,40 @@ TEST(Ops, AddInplace) {
   }
 }
 
+TEST(Ops, ArgmaxMatchesReference) {
+  std::mt19937 rng(7);
+  std::vector<int> sizes(std::begin(kSizes), std::end(kSizes));
+  sizes.push_back(49152);  // SmolLM2's vocabulary
+  for (int n : sizes) {
+    for (int trial = 0; trial < 20; ++trial) {
+      // Few distinct values, so maxima repeat (ties go to the lowest index), with
+      // -inf (masked tokens) and NaN sprinkled in.
+      auto x = random_floats(rng, n, -4.f, 4.f);
+      for (auto& v : x) v = std::round(v);
+      for (int k = 0; k < n / 5; ++k) x[rng() % n] = -INFINITY;
+      if (trial % 2 == 1) x[rng() % n] = NAN;
+      if (trial % 4 == 3) x[rng() % n] = 9.f;  // one clear winner, anywhere (tail too)
+      ASSERT_EQ(argmax(x.data(), n), argmax_reference(x.data(), n)) << "n " << n << " trial " << trial;
+    }
+  }
+}
+
+TEST(Ops, ArgmaxEdgeCases) {
+  EXPECT_EQ(argmax(nullptr, 0), -1);
+  const float ties[10] = {1, 3, 2, 3, 0, 0, 0, 0, 3, 3};
+  EXPECT_EQ(argmax(ties, 10), 1);
+  float tail[11] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};  // the max past the last full vector
+  EXPECT_EQ(argmax(tail, 11), 10);
+  const float masked[9] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                           -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  EXPECT_EQ(argmax(masked, 9), 0);
+  const float nans[9] = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+  EXPECT_EQ(argmax(nans, 9), 0);
+  const float nan_first[9] = {NAN, -1, -2, -3, -4, -5, -6, -7, -0.5f};
+  EXPECT_EQ(argmax(nan_first, 9), 8);
+  EXPECT_EQ(argmax_reference(nan_first, 9), 8);
+}
+
 TEST(Ops, Fp16RowsMatchScalarConversion) {
   std::mt19937 rng(6);
   for (int n : kSizes) {
