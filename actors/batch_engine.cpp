@@ -305,7 +305,7 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
   for (auto& l : live_) {
     if (!l->decoding || budget <= 0) continue;
     steps.push_back({std::span(&l->tokens.back(), 1), int(l->computed), cache_->page_table(l->seq),
-                     model::LogitsMode::last});
+                     sampling_output(*l)});
     rows.push_back(l.get());
     budget -= 1;
     ++shape.decode_rows;
@@ -316,7 +316,7 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
     if (n <= 0) continue;
     const bool last = l->computed + std::size_t(n) == l->prompt_len && l->p.request.sampling.max_tokens > 0;
     steps.push_back({std::span(l->tokens.data() + l->computed, std::size_t(n)), int(l->computed),
-                     cache_->page_table(l->seq), last ? model::LogitsMode::last : model::LogitsMode::none});
+                     cache_->page_table(l->seq), last ? sampling_output(*l) : model::LogitsMode::none});
     rows.push_back(l.get());
     budget -= n;
     ++shape.prefill_rows;
@@ -324,20 +324,24 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
   }
   if (steps.empty()) return shape;
   const auto forward_start = std::chrono::steady_clock::now();
-  const auto ok = config_.engine->forward(steps, cache_->pool(), logits_);
+  const auto ok = config_.engine->forward(steps, cache_->pool(), step_out_);
   forward_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
   if (!ok) {
     for (Live* l : rows) fail_live(*l, ok.error());
     return shape;
   }
   const std::size_t vocab = std::size_t(config_.model->config().vocab_size);
-  std::size_t logits_row = 0;
+  std::size_t logits_row = 0, argmax_row = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     Live& l = *rows[i];
     l.computed += steps[i].tokens.size();
     const bool has_logits = steps[i].logits != model::LogitsMode::none;
+    std::optional<std::int32_t> engine_argmax;
     std::span<const float> row;
-    if (has_logits) row = std::span<const float>(logits_.data() + logits_row++ * vocab, vocab);
+    if (steps[i].logits == model::LogitsMode::last_argmax)
+      engine_argmax = step_out_.argmax[argmax_row++];
+    else if (has_logits)
+      row = std::span<const float>(step_out_.logits.data() + logits_row++ * vocab, vocab);
     if (!l.decoding) {
       (l.p.request.sampling.max_tokens > 0 ? served_.computed_tokens : warmup_tokens_) += steps[i].tokens.size();
       if (config_.prefix_caching) {
@@ -354,9 +358,13 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
       }
       l.decoding = true;
     }
-    on_token(l, sample(l, row));
+    on_token(l, engine_argmax ? *engine_argmax : sample(l, row));
   }
   return shape;
+}
+
+model::LogitsMode BatchEngine::sampling_output(const Live& live) {
+  return !live.constraint && live.sampler->is_greedy() ? model::LogitsMode::last_argmax : model::LogitsMode::last;
 }
 
 std::int32_t BatchEngine::sample(Live& l, std::span<const float> logits) {

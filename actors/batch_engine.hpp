@@ -214,6 +214,9 @@ class BatchEngine {
   // evictions since the last line, the pool. Costs a cache stats walk: debug only.
   void trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished);
   std::int32_t sample(Live& live, std::span<const float> logits);
+  // What a row that ends its prompt or decodes asks the engine for: a greedy row without
+  // a constraint only needs its argmax, which a device computes where the logits are.
+  static model::LogitsMode sampling_output(const Live& live);
   void on_token(Live& live, std::int32_t token);
   void finish(Live& live, FinishReason reason);
   void fail_live(Live& live, const Error& error);
@@ -231,7 +234,7 @@ class BatchEngine {
   ConstraintCache constraints_;
   FairQueue<Pending> queue_;
   std::vector<std::unique_ptr<Live>> live_;  // admission order
-  std::vector<float> logits_;
+  model::StepOutput step_out_;
   std::map<std::uint64_t, PinEntry> pins_;
   std::set<std::string> closed_runs_;
   std::deque<std::string> closed_order_;  // closed_runs_, oldest first

@@ -38,8 +38,7 @@ void CpuEngine::reserve_rows(std::int64_t rows) {
   up_.resize(r * config_.ffn_dim);
 }
 
-Result<void> CpuEngine::forward(std::span<const SequenceStep> batch, cache::PagePool& kv,
-                                std::vector<float>& logits) {
+Result<void> CpuEngine::forward(std::span<const SequenceStep> batch, cache::PagePool& kv, StepOutput& out) {
   if (auto ok = check_batch(batch, kv); !ok) return ok;
   std::int64_t rows = 0;
   for (const SequenceStep& s : batch) rows += std::int64_t(s.tokens.size());
@@ -49,7 +48,7 @@ Result<void> CpuEngine::forward(std::span<const SequenceStep> batch, cache::Page
     attention_block(l, batch, kv);
     ffn_block(l);
   }
-  compute_logits(batch, logits);
+  compute_logits(batch, out);
   return {};
 }
 
@@ -158,9 +157,12 @@ void CpuEngine::ffn_block(int layer) {
   cpu::add_inplace(x_.data(), tmp_.data(), int(num_rows_ * hidden));
 }
 
-void CpuEngine::compute_logits(std::span<const SequenceStep> batch, std::vector<float>& logits) {
+// One vocabulary matmul over every row with an output; a last_argmax row's logits
+// then reduce to its id (on this backend the reduction is the sampler's own).
+void CpuEngine::compute_logits(std::span<const SequenceStep> batch, StepOutput& out) {
   const int hidden = config_.hidden;
-  std::int64_t row = 0, out_rows = 0;
+  const std::size_t vocab = std::size_t(config_.vocab_size);
+  std::int64_t row = 0, out_rows = 0, argmax_rows = 0;
   for (const SequenceStep& s : batch) {
     const std::int64_t n = std::int64_t(s.tokens.size());
     const std::int64_t first = s.logits == LogitsMode::all ? 0 : n - 1;
@@ -168,10 +170,25 @@ void CpuEngine::compute_logits(std::span<const SequenceStep> batch, std::vector<
       for (std::int64_t j = first; j < n; ++j, ++out_rows)
         cpu::rmsnorm(&x_[std::size_t(row + j) * hidden], weights_.output_norm, hidden, config_.rms_eps,
                      &xn_[std::size_t(out_rows) * hidden]);
+    argmax_rows += s.logits == LogitsMode::last_argmax;
     row += n;
   }
-  logits.resize(std::size_t(out_rows) * config_.vocab_size);
-  if (out_rows > 0) cpu::matmul(weights_.output, xn_.data(), out_rows, logits.data(), pool_, precision_);
+  out.argmax.clear();
+  std::vector<float>& all = argmax_rows > 0 ? all_logits_ : out.logits;
+  all.resize(std::size_t(out_rows) * vocab);
+  if (out_rows > 0) cpu::matmul(weights_.output, xn_.data(), out_rows, all.data(), pool_, precision_);
+  if (argmax_rows == 0) return;
+  out.logits.clear();
+  std::size_t at = 0;
+  for (const SequenceStep& s : batch) {
+    const std::size_t n = s.logits == LogitsMode::all ? s.tokens.size() : s.logits == LogitsMode::none ? 0 : 1;
+    if (s.logits == LogitsMode::last_argmax)
+      out.argmax.push_back(cpu::argmax(all.data() + at * vocab, int(vocab)));
+    else
+      out.logits.insert(out.logits.end(), all.begin() + std::ptrdiff_t(at * vocab),
+                        all.begin() + std::ptrdiff_t((at + n) * vocab));
+    at += n;
+  }
 }
 
 }  // namespace arbor::model

@@ -29,8 +29,7 @@ class CpuEngine final : public Engine {
   std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
   kernels::cpu::ThreadPool& pool() { return pool_; }
 
-  Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv,
-                       std::vector<float>& logits) override;
+  Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, StepOutput& out) override;
 
  private:
   void embed(std::span<const SequenceStep> batch);
@@ -38,7 +37,7 @@ class CpuEngine final : public Engine {
   void ffn_block(int layer);
   void store_kv(int layer, std::span<const SequenceStep> batch, cache::PagePool& kv);
   void attend(int layer, std::span<const SequenceStep> batch, const cache::PagePool& kv);
-  void compute_logits(std::span<const SequenceStep> batch, std::vector<float>& logits);
+  void compute_logits(std::span<const SequenceStep> batch, StepOutput& out);
   void reserve_rows(std::int64_t rows);
 
   LlamaConfig config_;
@@ -50,6 +49,7 @@ class CpuEngine final : public Engine {
   std::int64_t capacity_rows_ = 0;
   // Scratch activations, [rows][dim] each.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_;
+  std::vector<float> all_logits_;  // every output row's logits, when some reduce to an argmax
   std::vector<const std::uint16_t*> k_pages_, v_pages_;  // every sequence's, back to back
   std::vector<kernels::cpu::PagedAttentionArgs> attention_args_;
 };

@@ -16,7 +16,9 @@
 // - The pool's storage comes from the engine's page_allocator() (for the CPU engine,
 //   any host allocator will do); pages hold f16 K/V in the layout of
 //   cache/kv_geometry.hpp, whichever memory they live in.
-// - Logits come back in host memory.
+// - Logits come back in host memory. A greedy row (LogitsMode::last_argmax) returns
+//   only its best token's id, so a device backend reduces its logits where they are
+//   and copies one integer back instead of vocab_size floats.
 // - Not thread-safe: one owner (the cache actor) calls it.
 #pragma once
 
@@ -40,7 +42,10 @@ namespace arbor::model {
 
 using TokenId = cache::TokenId;
 
-enum class LogitsMode { none, last, all };
+// none: no output; last / all: the last row's / every row's logits; last_argmax: the
+// id of the last row's largest logit (lowest id among equal maxima, NaNs skipped:
+// greedy sampling, kernels::cpu::argmax's rule) instead of its logits.
+enum class LogitsMode { none, last, all, last_argmax };
 
 // The share of a device's free memory (after the weights and the step workspace) that
 // an automatically sized KV pool takes; the rest is headroom for the CUDA runtime and
@@ -52,6 +57,12 @@ struct SequenceStep {
   int start_pos = 0;                      // tokens already cached for this sequence
   std::span<const cache::PageId> pages;   // the sequence's page table
   LogitsMode logits = LogitsMode::last;
+};
+
+// What one forward() returns, in batch order.
+struct StepOutput {
+  std::vector<float> logits;     // rows of LogitsMode::last / all sequences, vocab_size floats each
+  std::vector<TokenId> argmax;   // one per LogitsMode::last_argmax sequence
 };
 
 class Engine {
@@ -78,13 +89,12 @@ class Engine {
   // The KV geometry this model needs, for a given page size.
   cache::KvGeometry kv_geometry(int page_size) const;
 
-  // Runs one step. Logits rows come out in batch order: for each sequence, none, its
-  // last row, or all its rows (LogitsMode), each `vocab_size` floats.
+  // Runs one step. Outputs come out in batch order: for each sequence, none, its last
+  // row's logits, all its rows' logits, or its last row's argmax (LogitsMode).
   // invalid_argument (nothing written) when a token id is out of range, a page table
   // is too short, positions exceed the context length, or the pool's geometry does
   // not match the model.
-  virtual Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv,
-                               std::vector<float>& logits) = 0;
+  virtual Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, StepOutput& out) = 0;
 
  protected:
   // The checks of forward()'s contract that need no backend (each engine calls it first).

@@ -45,7 +45,8 @@ Result<std::vector<float>> prefill(Engine& engine, cache::PagePool& pool, KvSequ
                                          " tokens; shorten the prompt");
   if (auto ok = reserve_pages(seq, pool, int(seq.tokens.size() + tokens.size())); !ok)
     return std::unexpected(ok.error());
-  std::vector<float> out, logits;
+  std::vector<float> out;
+  StepOutput step_out;
   chunk_size = std::max(1, chunk_size);
   for (std::size_t begin = 0; begin < tokens.size(); begin += std::size_t(chunk_size)) {
     const std::size_t n = std::min(tokens.size() - begin, std::size_t(chunk_size));
@@ -54,8 +55,8 @@ Result<std::vector<float>> prefill(Engine& engine, cache::PagePool& pool, KvSequ
                       mode == LogitsMode::all ? LogitsMode::all
                       : (last_chunk && mode == LogitsMode::last) ? LogitsMode::last
                                                                  : LogitsMode::none};
-    if (auto ok = engine.forward(std::span(&step, 1), pool, logits); !ok) return std::unexpected(ok.error());
-    out.insert(out.end(), logits.begin(), logits.end());
+    if (auto ok = engine.forward(std::span(&step, 1), pool, step_out); !ok) return std::unexpected(ok.error());
+    out.insert(out.end(), step_out.logits.begin(), step_out.logits.end());
     seq.tokens.insert(seq.tokens.end(), step.tokens.begin(), step.tokens.end());
   }
   return out;
@@ -71,10 +72,10 @@ Result<std::vector<float>> decode_step(Engine& engine, cache::PagePool& pool,
       return std::unexpected(ok.error());
     steps.push_back({next.subspan(i, 1), int(seqs[i]->tokens.size()), seqs[i]->pages, LogitsMode::last});
   }
-  std::vector<float> logits;
-  if (auto ok = engine.forward(steps, pool, logits); !ok) return std::unexpected(ok.error());
+  StepOutput out;
+  if (auto ok = engine.forward(steps, pool, out); !ok) return std::unexpected(ok.error());
   for (std::size_t i = 0; i < seqs.size(); ++i) seqs[i]->tokens.push_back(next[i]);
-  return logits;
+  return std::move(out.logits);
 }
 
 }  // namespace arbor::model

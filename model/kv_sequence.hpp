@@ -35,7 +35,8 @@ void release(KvSequence& seq, cache::PagePool& pool);
 void truncate(KvSequence& seq, cache::PagePool& pool, int num_tokens);
 
 // Appends `tokens` in chunks of at most `chunk_size` and returns the logits `mode`
-// asks for (for `last`: the last token's; for `all`: one row per token).
+// asks for (for `last`: the last token's; for `all`: one row per token; `last_argmax`
+// is for forward() itself: here it returns nothing).
 Result<std::vector<float>> prefill(Engine& engine, cache::PagePool& pool, KvSequence& seq,
                                    std::span<const TokenId> tokens, int chunk_size,
                                    LogitsMode mode = LogitsMode::last);

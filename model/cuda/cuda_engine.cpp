@@ -30,19 +30,21 @@ Result<void> cuda_ok(cudaError_t e, const char* what) {
 
 // A step's row metadata, built on the host and uploaded as one int32 array:
 // [tokens | positions | row_page | row_slot | row_table | logit_rows | page_table |
-//  tile_rows | tile_length | row_start] (the last three: shared-prefix tiles of the
-// decode rows, kernels/cuda/shared_prefix.hpp).
+//  tile_rows | tile_length | row_start | argmax_out] (tile_*, row_start: shared-prefix
+// tiles of the decode rows, kernels/cuda/shared_prefix.hpp; argmax_out: room for the
+// greedy rows' ids, written on the device). logit_rows lists the rows whose logits go
+// back to the host first, then the rows that only send back their argmax.
 struct StepPlan {
   std::vector<std::int32_t> ints;
-  int rows = 0, logit_rows = 0, max_positions = 0;
+  int rows = 0, logit_rows = 0, argmax_rows = 0, max_positions = 0;
   std::size_t positions = 0, row_page = 0, row_slot = 0, row_table = 0, logit_row_ids = 0, page_table = 0;
-  std::size_t tile_rows = 0, tile_length = 0, row_start = 0;
+  std::size_t tile_rows = 0, tile_length = 0, row_start = 0, argmax_out = 0;
   int num_tiles = 0, max_tile_length = 0;
 
   void build(std::span<const SequenceStep> batch, int page_size) {
     ints.clear();
-    rows = logit_rows = max_positions = 0;
-    std::vector<std::int32_t> pos, page, slot, table, want, flat_pages;
+    rows = logit_rows = argmax_rows = max_positions = 0;
+    std::vector<std::int32_t> pos, page, slot, table, want, want_argmax, flat_pages;
     std::vector<cu::DecodeRowPages> decode_rows;
     for (const SequenceStep& s : batch) {
       const int n = int(s.tokens.size());
@@ -59,11 +61,14 @@ struct StepPlan {
         slot.push_back(p % page_size);
         table.push_back(first_page);
         if (s.logits == LogitsMode::all || (s.logits == LogitsMode::last && j == n - 1)) want.push_back(rows + j);
+        if (s.logits == LogitsMode::last_argmax && j == n - 1) want_argmax.push_back(rows + j);
       }
       rows += n;
       max_positions = std::max(max_positions, end);
     }
-    logit_rows = int(want.size());
+    argmax_rows = int(want_argmax.size());
+    logit_rows = int(want.size()) + argmax_rows;
+    want.insert(want.end(), want_argmax.begin(), want_argmax.end());
     const cu::SharedPrefixPlan tiles = cu::plan_shared_prefixes(decode_rows, rows, page_size);
     num_tiles = tiles.num_tiles();
     max_tile_length = tiles.max_tile_length;
@@ -80,6 +85,7 @@ struct StepPlan {
     append(tile_rows, tiles.tile_rows);
     append(tile_length, tiles.tile_length);
     append(row_start, tiles.row_start);
+    append(argmax_out, std::vector<std::int32_t>(std::size_t(argmax_rows)));
   }
 };
 
@@ -129,7 +135,7 @@ class CudaEngine final : public Engine {
     return std::size_t(double(free - workspace) * kDeviceKvFraction);
   }
 
-  Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, std::vector<float>& logits) override {
+  Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, StepOutput& out) override {
     if (auto ok = check_batch(batch, kv); !ok) return ok;
     const cache::KvGeometry& g = kv.geometry();
     if (allocator_->region() == nullptr ||
@@ -150,7 +156,7 @@ class CudaEngine final : public Engine {
       if (auto ok = attention_block(l, g); !ok) return ok;
       if (auto ok = ffn_block(l); !ok) return ok;
     }
-    return compute_logits(logits);
+    return compute_logits(out);
   }
 
  private:
@@ -268,19 +274,33 @@ class CudaEngine final : public Engine {
     return {};
   }
 
-  // Norm and vocabulary matmul for the rows that want logits only, then one copy back.
-  Result<void> compute_logits(std::vector<float>& logits) {
-    const int n = plan_.logit_rows, hidden = config_.hidden;
-    logits.resize(std::size_t(n) * std::size_t(config_.vocab_size));
+  // Norm and vocabulary matmul for the rows with an output only; the returned rows'
+  // logits come back in one copy, the greedy rows reduce to their argmax on the device
+  // and only those ids come back.
+  Result<void> compute_logits(StepOutput& out) {
+    const int n = plan_.logit_rows, greedy = plan_.argmax_rows, kept = n - greedy, hidden = config_.hidden;
+    const std::size_t vocab = std::size_t(config_.vocab_size);
+    out.logits.resize(std::size_t(kept) * vocab);
+    out.argmax.resize(std::size_t(greedy));
     if (n > 0) {
       cu::gather_rows(x_.as<float>(), ints(plan_.logit_row_ids), n, hidden, tmp_.as<float>(), stream_);
       cu::rmsnorm(tmp_.as<float>(), weights_->output_norm, n, hidden, config_.rms_eps, xn_.as<float>(), stream_);
       if (auto ok = matmul(weights_->output, xn_.as<float>(), n, logits_.as<float>()); !ok) return ok;
-      if (auto ok = cuda_ok(cudaMemcpyAsync(logits.data(), logits_.data(), logits.size() * sizeof(float),
-                                            cudaMemcpyDeviceToHost, stream_),
-                            "cudaMemcpyAsync (logits)");
-          !ok)
-        return ok;
+      if (kept > 0)
+        if (auto ok = cuda_ok(cudaMemcpyAsync(out.logits.data(), logits_.data(), out.logits.size() * sizeof(float),
+                                              cudaMemcpyDeviceToHost, stream_),
+                              "cudaMemcpyAsync (logits)");
+            !ok)
+          return ok;
+      if (greedy > 0) {
+        std::int32_t* ids = ints_.as<std::int32_t>() + plan_.argmax_out;
+        cu::argmax_rows(logits_.as<float>() + std::size_t(kept) * vocab, greedy, int(vocab), ids, stream_);
+        if (auto ok = cuda_ok(cudaMemcpyAsync(out.argmax.data(), ids, out.argmax.size() * sizeof(std::int32_t),
+                                              cudaMemcpyDeviceToHost, stream_),
+                              "cudaMemcpyAsync (argmax)");
+            !ok)
+          return ok;
+      }
     }
     if (auto ok = cuda_ok(cudaStreamSynchronize(stream_), "the step's kernels"); !ok) return ok;
     return cuda_ok(cudaGetLastError(), "the step's kernels");

@@ -1,12 +1,14 @@
 // The CUDA engine: the forward pass of model/engine.hpp on one CUDA device. Weights are
 // uploaded once (model/cuda/cuda_weights.hpp); the KV pool lives in device memory from
 // its page_allocator() (model/cuda/cuda_page_allocator.hpp), in the host pool's page
-// layout; activations stay on the device; logits come back to the host.
+// layout; activations stay on the device; logits come back to the host, except a
+// greedy row's (LogitsMode::last_argmax): its argmax is taken on the device.
 //
 // A step: upload the batch's tokens, positions and page tables; embed; per layer
 // RMSNorm, Q/K/V matmuls, RoPE, K/V scatter into the pages, paged attention, output
 // matmul + residual, RMSNorm, SwiGLU FFN + residual; final norm of the rows that want
-// logits, the vocabulary matmul, copy back. Kernels in kernels/cuda/.
+// logits, the vocabulary matmul, the greedy rows' argmax, copy back. Kernels in
+// kernels/cuda/.
 #pragma once
 
 #include <memory>

@@ -10,6 +10,7 @@
 #include "cache/page_allocator.hpp"
 #include "cache/page_pool.hpp"
 #include "model/kv_sequence.hpp"
+#include "tests/model/argmax_rows_check.hpp"
 #include "tests/model/tiny_llama.hpp"
 
 namespace arbor::model {
@@ -140,6 +141,11 @@ TEST_P(TinyEngine, BatchedDecodeEqualsOneAtATime) {
   EXPECT_EQ(pool_->num_used(), 0);
 }
 
+TEST_P(TinyEngine, ArgmaxRowsNameTheirLargestLogit) {
+  testing::expect_argmax_rows_follow_logits(*engine_, *pool_, 0.f);
+  EXPECT_EQ(pool_->num_used(), 0);
+}
+
 TEST_P(TinyEngine, RejectsBadInputWithoutWriting) {
   KvSequence seq;
   std::vector<std::int32_t> bad = {1, 2, config_.vocab_size};  // last id out of range
@@ -150,8 +156,8 @@ TEST_P(TinyEngine, RejectsBadInputWithoutWriting) {
 
   std::vector<std::int32_t> tokens = {1, 2, 3};
   SequenceStep short_table{tokens, 0, {}, LogitsMode::last};
-  std::vector<float> logits;
-  auto r2 = engine_->forward(std::span(&short_table, 1), *pool_, logits);
+  StepOutput out;
+  auto r2 = engine_->forward(std::span(&short_table, 1), *pool_, out);
   ASSERT_FALSE(r2);
   EXPECT_NE(r2.error().message.find("page table"), std::string::npos);
 

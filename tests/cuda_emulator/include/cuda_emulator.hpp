@@ -114,6 +114,7 @@ inline unsigned short __half_as_ushort(__half h) { return h.bits; }
 inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }
 inline float __expf(float x) { return std::exp(x); }
 inline float __fdividef(float a, float b) { return a / b; }
+inline bool isnan(float x) { return std::isnan(x); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }

@@ -103,6 +103,28 @@ TEST(CudaOps, SwiGluAddAndGatherMatchReference) {
     for (int c = 0; c < width; ++c) ASSERT_EQ(gathered[r * width + c], sum[std::size_t(rows[r]) * width + c]);
 }
 
+// Each row's argmax equals the CPU's rule: lowest index among equal maxima (rows of few
+// distinct values, so maxima repeat across threads and warps), -inf skipped like any
+// small value, NaNs skipped, an all-NaN row gives 0.
+TEST(CudaOps, ArgmaxRowsMatchReference) {
+  ARBOR_REQUIRE_CUDA();
+  std::mt19937 rng(6);
+  for (int n : {1, 31, 257, 49152}) {
+    const int rows = 5;
+    auto x = random_floats(rng, std::size_t(rows) * n, -3.f, 3.f);
+    for (auto& v : x) v = std::round(v);
+    for (int k = 0; k < rows * n / 7; ++k) x[rng() % x.size()] = -INFINITY;
+    for (int k = 0; k < rows; ++k) x[rng() % x.size()] = NAN;
+    for (int i = 0; i < n; ++i) x[std::size_t(3) * n + i] = NAN;  // row 3: all NaN
+    auto dx = to_device(x);
+    DeviceBuffer d_out = to_device(std::vector<std::int32_t>(rows, -7));
+    argmax_rows(dx.as<float>(), rows, n, d_out.as<std::int32_t>(), nullptr);
+    const auto got = to_host<std::int32_t>(d_out, rows);
+    for (int r = 0; r < rows; ++r)
+      EXPECT_EQ(got[std::size_t(r)], cpu::argmax_reference(&x[std::size_t(r) * n], n)) << "n " << n << " row " << r;
+  }
+}
+
 // Rows land in (page, slot) through the page table, as f16, at the layer's K and V
 // offsets, and nothing else in the pool changes.
 TEST(CudaOps, StoreKvWritesEachRowIntoItsSlot) {
