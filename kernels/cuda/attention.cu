@@ -1,6 +1,9 @@
 // Paged attention (see attention.hpp). One warp per (row, query head, split): lanes hold
-// interleaved elements of the head (element lane + 32 j), so q.k is a per-lane partial
-// dot and a warp reduction, and the weighted V sum stays in registers. The shared-prefix
+// interleaved elements of the head (element lane + 32 j, j < kLanes), so q.k is a
+// per-lane partial dot and a warp reduction, and the weighted V sum stays in registers.
+// The kernels are instantiated for kLanes 2, 4 and 8 (head_dim up to 64, 128, 256) and
+// launched with the smallest that holds the head: registers scale with kLanes (a tile
+// of 8 rows holds 8 queries and 8 sums), so a 64-wide head does not pay for 256. The shared-prefix
 // pass is the same loop with the K/V element loaded once and used by every row of a tile.
 //
 // Scratch: per (row, head), `slots` states of head_dim unnormalised sums then m and l:
@@ -14,7 +17,6 @@
 namespace arbor::kernels::cuda {
 namespace {
 
-constexpr int kPerLane = kMaxHeadDim / 32;
 constexpr int kWarpsPerBlock = 4;
 constexpr int kMinPositionsPerSplit = 256;
 constexpr std::int64_t kTargetItems = std::int64_t(1) << 18;  // warps worth launching at most, roughly
@@ -45,26 +47,27 @@ Plan plan_of(const PagedAttentionBatch& b) {
 }
 
 // The online softmax of one query row over positions, as (m, l, acc).
+template <int kLanes>
 struct RowState {
-  float m, l, acc[kPerLane];
+  float m, l, acc[kLanes];
   __device__ void reset() {
     m = -INFINITY;
     l = 0.f;
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) acc[j] = 0.f;
+    for (int j = 0; j < kLanes; ++j) acc[j] = 0.f;
   }
-  __device__ void add(float score, const float v[kPerLane]) {
+  __device__ void add(float score, const float (&v)[kLanes]) {
     const float m_new = fmaxf(m, score);
     const float correction = expf(m - m_new);  // 0 on the first position (m = -inf)
     const float p = expf(score - m_new);
     l = l * correction + p;
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) acc[j] = fmaf(p, v[j], acc[j] * correction);
+    for (int j = 0; j < kLanes; ++j) acc[j] = fmaf(p, v[j], acc[j] * correction);
     m = m_new;
   }
   __device__ void store(float* state, int lane, int head_dim) const {
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
+    for (int j = 0; j < kLanes; ++j) {
       const int d = lane + 32 * j;
       if (d < head_dim) state[d] = acc[j];
     }
@@ -75,22 +78,24 @@ struct RowState {
   }
 };
 
-__device__ void load_q(const PagedAttentionBatch& b, int r, int h, int lane, float q[kPerLane]) {
+template <int kLanes>
+__device__ void load_q(const PagedAttentionBatch& b, int r, int h, int lane, float (&q)[kLanes]) {
   const float* qr = b.q + (std::int64_t(r) * b.num_q_heads + h) * b.head_dim;
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
+  for (int j = 0; j < kLanes; ++j) {
     const int d = lane + 32 * j;
     q[j] = d < b.head_dim ? qr[d] : 0.f;
   }
 }
 
 // This lane's elements of position t's K and V (kv head `kv_head`) through `table`.
+template <int kLanes>
 __device__ void load_kv(const PagedAttentionBatch& b, const std::int32_t* table, int kv_head, int t, int lane,
-                        float k[kPerLane], float v[kPerLane]) {
+                        float (&k)[kLanes], float (&v)[kLanes]) {
   const std::uint16_t* page = b.kv_base + std::int64_t(table[t / b.page_size]) * b.elements_per_page;
   const std::int64_t row_off = (std::int64_t(kv_head) * b.page_size + t % b.page_size) * b.head_dim;
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
+  for (int j = 0; j < kLanes; ++j) {
     const int d = lane + 32 * j;
     const bool in = d < b.head_dim;
     k[j] = in ? __half2float(__ushort_as_half(page[b.k_offset + row_off + d])) : 0.f;
@@ -98,10 +103,11 @@ __device__ void load_kv(const PagedAttentionBatch& b, const std::int32_t* table,
   }
 }
 
-__device__ float score_of(const float q[kPerLane], const float k[kPerLane], float scale) {
+template <int kLanes>
+__device__ float score_of(const float (&q)[kLanes], const float (&k)[kLanes], float scale) {
   float dot = 0.f;
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) dot = fmaf(q[j], k[j], dot);
+  for (int j = 0; j < kLanes; ++j) dot = fmaf(q[j], k[j], dot);
   return warp_sum(dot) * scale;
 }
 
@@ -119,6 +125,7 @@ __device__ WarpItem warp_item(std::int64_t item, int num_heads, int num_splits) 
 }
 
 // A row's own pass: positions row_start..row_pos, one split per warp.
+template <int kLanes>
 __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
   const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -130,9 +137,9 @@ __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* 
   const int begin = max(first, s * split.positions_per_split);
   const int end = min(b.row_pos[r] + 1, (s + 1) * split.positions_per_split);  // causal: up to row_pos
 
-  float q[kPerLane], k[kPerLane], v[kPerLane];
+  float q[kLanes], k[kLanes], v[kLanes];
   load_q(b, r, h, lane, q);
-  RowState st;
+  RowState<kLanes> st;
   st.reset();
   const std::int32_t* table = b.page_table + b.row_table[r];
   for (int t = begin; t < end; ++t) {
@@ -144,6 +151,7 @@ __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* 
 
 // A tile's shared pass: positions of one split of the shared part, each K/V element
 // loaded once for every row of the tile.
+template <int kLanes>
 __global__ void attention_shared_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
   const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -155,8 +163,8 @@ __global__ void attention_shared_kernel(PagedAttentionBatch b, Plan plan, float*
   const int begin = s * split.positions_per_split;
   const int end = min(b.tile_length[tile], begin + split.positions_per_split);
 
-  float q[kSharedTileRows][kPerLane], k[kPerLane], v[kPerLane];
-  RowState st[kSharedTileRows];
+  float q[kSharedTileRows][kLanes], k[kLanes], v[kLanes];
+  RowState<kLanes> st[kSharedTileRows];
 #pragma unroll
   for (int i = 0; i < kSharedTileRows; ++i) {
     if (rows[i] >= 0) load_q(b, rows[i], h, lane, q[i]);
@@ -177,6 +185,7 @@ __global__ void attention_shared_kernel(PagedAttentionBatch b, Plan plan, float*
 
 // One warp per (row, head): out = sum_s u_s e^(m_s - M) / sum_s l_s e^(m_s - M) over the
 // row's own splits and, for a row in a tile, the shared splits.
+template <int kLanes>
 __global__ void attention_merge_kernel(PagedAttentionBatch b, Plan plan, const float* scratch) {
   const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -188,7 +197,7 @@ __global__ void attention_merge_kernel(PagedAttentionBatch b, Plan plan, const f
   const float* states = scratch + item * plan.slots() * stride;
   float big_m = -INFINITY;
   for (int s = 0; s < used; ++s) big_m = fmaxf(big_m, states[s * stride + b.head_dim]);
-  float denominator = 0.f, acc[kPerLane] = {};
+  float denominator = 0.f, acc[kLanes] = {};
   for (int s = 0; s < used; ++s) {
     const float* state = states + s * stride;
     const float l = state[b.head_dim + 1];
@@ -196,20 +205,36 @@ __global__ void attention_merge_kernel(PagedAttentionBatch b, Plan plan, const f
     const float w = expf(state[b.head_dim] - big_m);
     denominator += l * w;
 #pragma unroll
-    for (int j = 0; j < kPerLane; ++j) {
+    for (int j = 0; j < kLanes; ++j) {
       const int d = lane + 32 * j;
       if (d < b.head_dim) acc[j] += state[d] * w;
     }
   }
   float* out = b.out + item * b.head_dim;  // item = r * num_q_heads + h
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
+  for (int j = 0; j < kLanes; ++j) {
     const int d = lane + 32 * j;
     if (d < b.head_dim) out[d] = acc[j] / denominator;
   }
 }
 
 unsigned blocks_for(std::int64_t warps) { return unsigned((warps + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
+// The three passes for heads of at most 32 * kLanes elements. (Kernel pointers first:
+// a template-id before <<< >>> would not survive the CUDA emulator's rewrite.)
+template <int kLanes>
+void launch(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, cudaStream_t stream) {
+  auto* split_kernel = &attention_split_kernel<kLanes>;
+  auto* shared_kernel = &attention_shared_kernel<kLanes>;
+  auto* merge_kernel = &attention_merge_kernel<kLanes>;
+  const std::int64_t items = std::int64_t(batch.num_rows) * batch.num_q_heads;
+  split_kernel<<<blocks_for(items * plan.own.num_splits), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+  if (plan.shared.num_splits > 0) {
+    const std::int64_t tile_items = std::int64_t(batch.num_tiles) * batch.num_q_heads * plan.shared.num_splits;
+    shared_kernel<<<blocks_for(tile_items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+  }
+  merge_kernel<<<blocks_for(items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+}
 
 }  // namespace
 
@@ -223,14 +248,13 @@ std::size_t attention_scratch_bytes(const PagedAttentionBatch& batch) {
 void paged_attention(const PagedAttentionBatch& batch, float* scratch, cudaStream_t stream) {
   if (batch.num_rows <= 0) return;
   const Plan plan = plan_of(batch);
-  const std::int64_t items = std::int64_t(batch.num_rows) * batch.num_q_heads;
-  attention_split_kernel<<<blocks_for(items * plan.own.num_splits), kWarpsPerBlock * 32, 0, stream>>>(batch, plan,
-                                                                                                     scratch);
-  if (plan.shared.num_splits > 0) {
-    const std::int64_t tile_items = std::int64_t(batch.num_tiles) * batch.num_q_heads * plan.shared.num_splits;
-    attention_shared_kernel<<<blocks_for(tile_items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
-  }
-  attention_merge_kernel<<<blocks_for(items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+  static_assert(kMaxHeadDim == 32 * 8, "the widest instantiation must hold kMaxHeadDim");
+  if (batch.head_dim <= 64)
+    launch<2>(batch, plan, scratch, stream);
+  else if (batch.head_dim <= 128)
+    launch<4>(batch, plan, scratch, stream);
+  else
+    launch<8>(batch, plan, scratch, stream);
 }
 
 }  // namespace arbor::kernels::cuda

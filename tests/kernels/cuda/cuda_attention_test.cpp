@@ -158,6 +158,7 @@ TEST(CudaAttention, BatchedDecodeRowsOfManySequencesMatchReference) {
   ARBOR_REQUIRE_CUDA();
   run_case({32, 8, 128, 16, {{0, 1}, {15, 1}, {16, 1}, {100, 1}, {511, 1}}}, 12);
   run_case({8, 8, 80, 4, {{3, 1}, {0, 1}, {6, 1}}}, 13);  // no GQA, head_dim not a power of two
+  run_case({4, 2, 256, 16, {{40, 1}, {17, 1}, {33, 5}}}, 19);  // the widest head (8 elements a lane)
 }
 
 TEST(CudaAttention, LongContextsSplitAndMergeLikeOnePass) {
@@ -180,6 +181,7 @@ TEST(CudaAttention, DecodeRowsSharingPrefixPagesReadThemOncePerTile) {
   run_case({9, 3, 64, 16, seqs}, 16, true);
   run_case({32, 8, 128, 16, {{4000, 1}, {4003, 1, 0, 250}, {4100, 1, 0, 250}, {12, 1}}}, 17, true);  // splits too
   run_case({8, 2, 80, 4, {{21, 1}, {22, 1, 0, 5}, {23, 1, 0, 5}}}, 18, true);  // page 4, head_dim 80
+  run_case({4, 2, 200, 16, {{50, 1}, {51, 1, 0, 3}, {60, 1, 0, 3}}}, 20, true);  // head_dim 200: 8 a lane
 }
 
 // The planner alone: tiles hold 2..kSharedTileRows rows with the pages they all share
