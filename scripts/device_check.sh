@@ -10,7 +10,8 @@
 #      on cuda (cached == uncached, no page leaked after cancel);
 #   3. synthetic models: SmolLM2-135M shape (Q4_1) and Llama-3-8B shape (Q4_0);
 #   4. `arbor bench engine --device cuda` on both, `arbor bench workflow --device cuda
-#      --agents 1,8,64` on the SmolLM2 shape.
+#      --agents 1,8,64 --prefix-documents 4` (a ~4.2k-token SharedPrefix) on the SmolLM2
+#      shape.
 # Writes $OUT/device_check.json (every step: status, seconds, figures) and
 # $OUT/device_check.log ($OUT defaults to build-device/). Exit 0 when every step passed.
 # ARBOR_DEVICE_LLAMA_LAYERS (default 32) trims the Llama-3-8B model for a smoke run.
@@ -102,8 +103,8 @@ if [ -x "$bin/arbor" ]; then
   run bench_engine_llama3_8b "$out/bench_engine_llama3_8b.json" bench_engine "$work/llama3-8b.gguf" 1 8 \
     "$out/bench_engine_llama3_8b.json"
   bench_workflow() {
-    "$bin/arbor" bench workflow --device cuda --model "$work/smollm2.gguf" --agents 1,8,64 --kv-mem 8192 --json \
-      >"$out/bench_workflow.json"
+    "$bin/arbor" bench workflow --device cuda --model "$work/smollm2.gguf" --agents 1,8,64 --prefix-documents 4 \
+      --kv-mem 8192 --json >"$out/bench_workflow.json"
   }
   run bench_workflow "$out/bench_workflow.json" bench_workflow
 fi

@@ -1,6 +1,7 @@
 // `arbor bench workflow`: N sub-agents fan out over one shared document (~1000
-// tokens), each with its own ~64-token task, 32 generated tokens each; every N is run
-// with the prefix cache on and off, side by side in one process.
+// tokens; --prefix-documents K puts K parts of it in the prefix, K = 4 for a ~4k-token
+// SharedPrefix), each with its own ~64-token task, 32 generated tokens each; every N is
+// run with the prefix cache on and off, side by side in one process.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -25,11 +26,17 @@ const char* const kQuestions[] = {
     "What is doping in a semiconductor?", "Why are transistors called switches?",
     "What limits how small a transistor can be?", "What is gate-all-around?"};
 
-// The shared document comes from the research-team example; the task pads each
-// question with the same instructions, to about 64 tokens.
-std::string workflow_json(int num_agents, int max_tokens) {
+// The shared document comes from the research-team example (repeated as numbered parts
+// for a longer prefix); the task pads each question with the same instructions, to
+// about 64 tokens.
+std::string workflow_json(int num_agents, int max_tokens, int documents) {
   nlohmann::json questions = nlohmann::json::array();
   for (int i = 0; i < num_agents; ++i) questions.push_back(kQuestions[i % 16]);
+  nlohmann::json parts = nlohmann::json::array();
+  for (int i = 0; i < documents; ++i)
+    parts.push_back({{"title", documents == 1 ? std::string("A short history of the transistor")
+                                              : "A short history of the transistor, part " + std::to_string(i + 1)},
+                     {"file", "docs/transistor_history.md"}});
   nlohmann::json wf = {
       {"name", "bench_fanout_" + std::to_string(num_agents)},
       {"tenant", "bench"},
@@ -38,7 +45,7 @@ std::string workflow_json(int num_agents, int max_tokens) {
       {"prefixes",
        {{"doc",
          {{"system", "You are a member of a research team. Answer only from the background document below."},
-          {"documents", {{{"title", "A short history of the transistor"}, {"file", "docs/transistor_history.md"}}}}}}}},
+          {"documents", parts}}}}},
       {"agents",
        {{{"id", "agent"},
          {"prefix", "doc"},
@@ -59,10 +66,11 @@ struct Figures : TokenUsage {
   std::uint64_t ideal_prefill = 0;  // P + sum of suffixes
 };
 
-Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, const std::string& base_dir) {
+Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, int documents,
+                         const std::string& base_dir) {
   auto runtime = Runtime::create(config);
   if (!runtime) return std::unexpected(runtime.error());
-  auto handle = (*runtime)->start(workflow_json(num_agents, max_tokens),
+  auto handle = (*runtime)->start(workflow_json(num_agents, max_tokens, documents),
                                  {.workflow_is_text = true, .documents = DocumentAccess::local_to(base_dir)});
   if (!handle) return std::unexpected(handle.error());
   const RunResult run = handle->wait();
@@ -100,6 +108,7 @@ namespace {
 struct WorkflowOptions {
   std::string agents = "1,2,4,8,16";
   int max_tokens = 32;
+  int documents = 1;  // parts of the background document in the shared prefix
   bool json = false;
   RuntimeOptions runtime;
 };
@@ -111,14 +120,16 @@ int bench_workflow(const WorkflowOptions& o) {
   const int max_tokens = o.max_tokens;
   const std::string base_dir = find_project_file("workflows/examples");
 
-  BenchReport report(o.json, {{"threads", config.num_threads}, {"precision", to_string(config.precision)}});
+  BenchReport report(o.json, {{"threads", config.num_threads},
+                              {"precision", to_string(config.precision)},
+                              {"prefix_documents", o.documents}});
   report.header("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s %13s\n", "agents", "cache", "wall_ms", "prompt",
                 "computed", "ideal", "ttft_med", "ttft_max", "decode/s", "speedup", "host_ms/step");
   for (int n : counts) {
     Figures on, off;
     for (bool cache : {true, false}) {
       config.prefix_caching = cache;
-      auto f = run_once(config, n, max_tokens, base_dir);
+      auto f = run_once(config, n, max_tokens, o.documents, base_dir);
       if (!f) return std::fprintf(stderr, "arbor bench workflow: %s\n", f.error().describe().c_str()), kExitFailed;
       (cache ? on : off) = *f;
     }
@@ -147,6 +158,11 @@ Runner setup_bench_workflow(CLI::App& app) {
   auto o = std::make_shared<WorkflowOptions>();
   declare_bench_counts(app, "--agents", o->agents, "sub-agent counts");
   declare_bench_max_tokens(app, o->max_tokens);
+  app.add_option("--prefix-documents", o->documents,
+                 "parts of the ~1,040-token background document in the shared prefix (4: a ~4.2k-token prefix)")
+      ->type_name("K")
+      ->check(integer_in(1, 16))
+      ->capture_default_str();
   declare_bench_json(app, o->json);
   o->runtime.declare(app);
   app.get_option("--no-cache")->description("ignored: every count is measured with the prefix cache on and off");

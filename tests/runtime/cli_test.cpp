@@ -307,6 +307,7 @@ TEST(Cli, ABadValueNamesTheFlag) {
       {"serve --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
       {"bench engine --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
       {"bench engine --shared-batch 0", "--shared-batch: expects an integer in 1..256, got '0'"},
+      {"bench workflow --prefix-documents 0", "--prefix-documents: expects an integer in 1..16, got '0'"},
       {"generate --prompt hi --temperature 1e999", "--temperature: expects a number in 0..100, got '1e999'"},
       {"generate --prompt hi --max-tokens many", "--max-tokens: expects an integer"},
       // The sampling flags' ranges: sampling_limits (common/sampling_settings.hpp).
@@ -551,6 +552,25 @@ TEST(Cli, BenchClusterComputesEachDocumentOnceWhenCacheAware) {
   EXPECT_EQ(aware.failed + robin.failed, 0u);
   // Each document's first run cold, its second where the first ran.
   EXPECT_EQ(aware.per_node, "2 (prefix 1, cold 1); 2 (prefix 1, cold 1)") << o.out;
+}
+
+// `arbor bench workflow --prefix-documents 2`: each prompt holds both parts of the
+// document (over 2,000 tokens of it), and with the cache the shared prefix is still
+// computed once (computed == ideal), without it once per agent.
+TEST(Cli, BenchWorkflowPrefixDocumentsLengthenTheSharedPrefix) {
+  REQUIRE_ARBOR();
+  const Output o = run("bench workflow --agents 2 --max-tokens 1 --prefix-documents 2 --json");
+  ASSERT_EQ(o.status, 0) << o.out;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["prefix_documents"], 2);
+  ASSERT_EQ(j["runs"].size(), 2u) << o.out;
+  const auto& on = j["runs"][0];
+  const auto& off = j["runs"][1];
+  ASSERT_EQ(on["cache"], true);
+  EXPECT_GT(on["prompt_tokens"].get<int>(), 2 * 2000) << o.out;  // two agents
+  EXPECT_EQ(on["computed_tokens"], on["ideal_prefill_tokens"]) << o.out;
+  EXPECT_LT(on["computed_tokens"].get<int>(), on["prompt_tokens"].get<int>() * 6 / 10) << o.out;
+  EXPECT_EQ(off["computed_tokens"], off["prompt_tokens"]) << o.out;
 }
 
 // The cluster's TLS flags are checked before a model loads or anything listens; a node
