@@ -95,22 +95,58 @@ __global__ void argmax_rows_kernel(const float* __restrict__ x, int n, std::int3
   if (lane == 0) out[blockIdx.x] = best.index < 0 ? 0 : best.index;
 }
 
-// One thread per (row, head, pair). The angle is computed in double precision, as the
-// CPU's table is, then rounded to float.
-__global__ void rope_kernel(float* x, const std::int32_t* __restrict__ positions, int rows, int num_heads,
-                            int head_dim, int rot_dim, float theta) {
-  const int half = rot_dim / 2;
+__global__ void add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ y,
+                                   const float* __restrict__ weight, int n, float eps, float* __restrict__ out) {
+  float* xr = x + std::int64_t(blockIdx.x) * n;
+  const float* yr = y + std::int64_t(blockIdx.x) * n;
+  float* o = out + std::int64_t(blockIdx.x) * n;
+  float ss = 0.f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = xr[i] + yr[i];
+    xr[i] = v;
+    ss += v * v;
+  }
+  const float inv = rsqrtf(block_sum(ss) / float(n) + eps);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];  // this thread's own writes
+}
+
+// One thread per (row, head, pair of adjacent elements), over the q heads then the kv
+// heads. The angle is computed in double precision, as the CPU's table is, then
+// rounded to float; pairs past rot_dim keep their values (cos 1, sin 0: exact).
+__global__ void rope_store_kv_kernel(float* q, const float* __restrict__ k, const float* __restrict__ v,
+                                     const std::int32_t* __restrict__ positions, int rows, int num_q_heads,
+                                     int rot_dim, float theta, const std::int32_t* __restrict__ row_page,
+                                     const std::int32_t* __restrict__ row_slot, KvLayerView kv) {
+  const int head_dim = kv.head_dim, pairs = (head_dim + 1) / 2, heads = num_q_heads + kv.num_kv_heads;
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= std::int64_t(rows) * num_heads * half) return;
-  const int pair = int(i % half);
-  const std::int64_t head = i / half;  // row * num_heads + h
-  const int r = int(head / num_heads);
-  const double angle = double(positions[r]) * pow(double(theta), -2.0 * pair / rot_dim);
-  const float c = float(cos(angle)), s = float(sin(angle));
-  float* v = x + head * head_dim + 2 * pair;
-  const float a = v[0], b = v[1];
-  v[0] = a * c - b * s;
-  v[1] = a * s + b * c;
+  if (i >= std::int64_t(rows) * heads * pairs) return;
+  const int pair = int(i % pairs), head = int((i / pairs) % heads), r = int(i / (std::int64_t(pairs) * heads));
+  const int d = 2 * pair;
+  const bool has_second = d + 1 < head_dim;
+  float c = 1.f, s = 0.f;
+  if (d < rot_dim) {
+    const double angle = double(positions[r]) * pow(double(theta), -double(d) / rot_dim);
+    c = float(cos(angle));
+    s = float(sin(angle));
+  }
+  if (head < num_q_heads) {
+    float* x = q + (std::int64_t(r) * num_q_heads + head) * head_dim + d;
+    const float a = x[0], b = has_second ? x[1] : 0.f;
+    x[0] = a * c - b * s;
+    if (has_second) x[1] = a * s + b * c;
+    return;
+  }
+  const int h = head - num_q_heads;
+  const std::int64_t src = (std::int64_t(r) * kv.num_kv_heads + h) * head_dim + d;
+  const std::int64_t within = (std::int64_t(h) * kv.page_size + row_slot[r]) * head_dim + d;
+  std::uint16_t* page = kv.kv_base + std::int64_t(row_page[r]) * kv.elements_per_page;
+  const float a = k[src], b = has_second ? k[src + 1] : 0.f;
+  page[kv.k_offset + within] = __half_as_ushort(__float2half_rn(a * c - b * s));
+  page[kv.v_offset + within] = __half_as_ushort(__float2half_rn(v[src]));
+  if (has_second) {
+    page[kv.k_offset + within + 1] = __half_as_ushort(__float2half_rn(a * s + b * c));
+    page[kv.v_offset + within + 1] = __half_as_ushort(__float2half_rn(v[src + 1]));
+  }
 }
 
 __global__ void silu_mul_kernel(float* gate, const float* __restrict__ up, std::int64_t n) {
@@ -134,19 +170,6 @@ __global__ void gather_kernel(const float* __restrict__ x, const std::int32_t* _
 }
 
 // One thread per (row, kv head, element).
-__global__ void store_kv_kernel(const float* __restrict__ k, const float* __restrict__ v, int rows,
-                                const std::int32_t* __restrict__ row_page, const std::int32_t* __restrict__ row_slot,
-                                KvLayerView kv) {
-  const std::int64_t kv_dim = std::int64_t(kv.num_kv_heads) * kv.head_dim;
-  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= rows * kv_dim) return;
-  const int r = int(i / kv_dim);
-  const int h = int((i % kv_dim) / kv.head_dim), d = int(i % kv.head_dim);
-  const std::int64_t within = (std::int64_t(h) * kv.page_size + row_slot[r]) * kv.head_dim + d;
-  std::uint16_t* page = kv.kv_base + std::int64_t(row_page[r]) * kv.elements_per_page;
-  page[kv.k_offset + within] = __half_as_ushort(__float2half_rn(k[i]));
-  page[kv.v_offset + within] = __half_as_ushort(__float2half_rn(v[i]));
-}
 
 }  // namespace
 
@@ -158,10 +181,9 @@ void rmsnorm(const float* x, const float* weight, int rows, int n, float eps, fl
   if (rows > 0) rmsnorm_kernel<<<unsigned(rows), kThreads, 0, stream>>>(x, weight, n, eps, out);
 }
 
-void rope(float* x, const std::int32_t* positions, int rows, int num_heads, int head_dim, int rot_dim, float theta,
-          cudaStream_t stream) {
-  const std::int64_t n = std::int64_t(rows) * num_heads * (rot_dim / 2);
-  if (n > 0) rope_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, positions, rows, num_heads, head_dim, rot_dim, theta);
+void add_rmsnorm(float* x, const float* y, const float* weight, int rows, int n, float eps, float* out,
+                 cudaStream_t stream) {
+  if (rows > 0) add_rmsnorm_kernel<<<unsigned(rows), kThreads, 0, stream>>>(x, y, weight, n, eps, out);
 }
 
 void silu_mul(float* gate, const float* up, std::int64_t n, cudaStream_t stream) {
@@ -181,10 +203,13 @@ void argmax_rows(const float* x, int rows, int n, std::int32_t* out, cudaStream_
   if (rows > 0) argmax_rows_kernel<<<unsigned(rows), kThreads, 0, stream>>>(x, n, out);
 }
 
-void store_kv(const float* k, const float* v, int rows, const std::int32_t* row_page, const std::int32_t* row_slot,
-              const KvLayerView& kv, cudaStream_t stream) {
-  const std::int64_t n = std::int64_t(rows) * kv.num_kv_heads * kv.head_dim;
-  if (n > 0) store_kv_kernel<<<blocks_for(n), kThreads, 0, stream>>>(k, v, rows, row_page, row_slot, kv);
+void rope_store_kv(float* q, const float* k, const float* v, const std::int32_t* positions, int rows,
+                   int num_q_heads, int rot_dim, float theta, const std::int32_t* row_page,
+                   const std::int32_t* row_slot, const KvLayerView& kv, cudaStream_t stream) {
+  const std::int64_t n = std::int64_t(rows) * (num_q_heads + kv.num_kv_heads) * ((kv.head_dim + 1) / 2);
+  if (n > 0)
+    rope_store_kv_kernel<<<blocks_for(n), kThreads, 0, stream>>>(q, k, v, positions, rows, num_q_heads, rot_dim,
+                                                                 theta, row_page, row_slot, kv);
 }
 
 }  // namespace arbor::kernels::cuda

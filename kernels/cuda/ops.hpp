@@ -17,13 +17,10 @@ void embed(const DeviceMatrix& table, const std::int32_t* tokens, int rows, floa
 
 // out[r][i] = x[r][i] / sqrt(mean_i(x[r]^2) + eps) * weight[i], for rows of n values.
 void rmsnorm(const float* x, const float* weight, int rows, int n, float eps, float* out, cudaStream_t stream);
-
-// Rotates, in place, adjacent pairs (x[2i], x[2i+1]) of each head of each row by
-// positions[r] * theta^(-2i / rot_dim), for 2i < rot_dim: the GGUF Llama layout (its
-// converter permutes Q/K rows so that adjacent pairs rotate), as kernels::cpu::rope.
-// x: [rows][num_heads * head_dim].
-void rope(float* x, const std::int32_t* positions, int rows, int num_heads, int head_dim, int rot_dim, float theta,
-          cudaStream_t stream);
+// The residual add and the next norm in one pass: x[r] += y[r], then out[r] =
+// rmsnorm(x[r]) as above (one launch instead of two at each sub-layer boundary).
+void add_rmsnorm(float* x, const float* y, const float* weight, int rows, int n, float eps, float* out,
+                 cudaStream_t stream);
 
 // gate[i] = silu(gate[i]) * up[i] (SwiGLU), for i < n.
 void silu_mul(float* gate, const float* up, std::int64_t n, cudaStream_t stream);
@@ -47,10 +44,16 @@ struct KvLayerView {
   int num_kv_heads = 0, head_dim = 0, page_size = 0;
 };
 
-// Writes row r of k and v ([rows][num_kv_heads * head_dim] f32) as f16 into slot
-// row_slot[r] of physical page row_page[r] (KV rule 9: position p lives in page
-// p / page_size at slot p % page_size, resolved through the page table by the caller).
-void store_kv(const float* k, const float* v, int rows, const std::int32_t* row_page, const std::int32_t* row_slot,
-              const KvLayerView& kv, cudaStream_t stream);
+// RoPE and the K/V store of one layer in one launch. Rotates adjacent pairs (x[2i],
+// x[2i+1]) of each head by positions[r] * theta^(-2i / rot_dim), for 2i < rot_dim (the
+// GGUF Llama layout: its converter permutes Q/K rows so that adjacent pairs rotate; as
+// kernels::cpu::rope): q ([rows][num_q_heads * head_dim]) in place, and k on its way to
+// the pool: row r of the rotated k and of v ([rows][num_kv_heads * head_dim] f32) go as
+// f16 into slot row_slot[r] of physical page row_page[r] (KV rule 9: position p lives in
+// page p / page_size at slot p % page_size, resolved through the page table by the
+// caller). k and v themselves are left as they are.
+void rope_store_kv(float* q, const float* k, const float* v, const std::int32_t* positions, int rows,
+                   int num_q_heads, int rot_dim, float theta, const std::int32_t* row_page,
+                   const std::int32_t* row_slot, const KvLayerView& kv, cudaStream_t stream);
 
 }  // namespace arbor::kernels::cuda

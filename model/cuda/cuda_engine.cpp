@@ -152,6 +152,10 @@ class CudaEngine final : public Engine {
         !ok)
       return ok;
     cu::embed(weights_->token_embd, ints(0), plan_.rows, x_.as<float>(), stream_);
+    // Each sub-layer finds its input normed in xn_: the first here, the others from the
+    // fused residual add that ends the sub-layer before.
+    cu::rmsnorm(x_.as<float>(), weights_->layers[0].attn_norm, plan_.rows, config_.hidden, config_.rms_eps,
+                xn_.as<float>(), stream_);
     for (int l = 0; l < config_.num_layers; ++l) {
       if (auto ok = attention_block(l, g); !ok) return ok;
       if (auto ok = ffn_block(l); !ok) return ok;
@@ -239,14 +243,8 @@ class CudaEngine final : public Engine {
   Result<void> attention_block(int layer, const cache::KvGeometry& g) {
     const CudaLayerWeights& w = weights_->layers[std::size_t(layer)];
     const int rows = plan_.rows, hidden = config_.hidden;
-    cu::rmsnorm(x_.as<float>(), w.attn_norm, rows, hidden, config_.rms_eps, xn_.as<float>(), stream_);
     for (auto [m, out] : {std::pair{&w.wq, &q_}, std::pair{&w.wk, &k_}, std::pair{&w.wv, &v_}})
       if (auto ok = matmul(*m, xn_.as<float>(), rows, out->as<float>()); !ok) return ok;
-    const std::int32_t* positions = ints(plan_.positions);
-    cu::rope(q_.as<float>(), positions, rows, config_.num_heads, config_.head_dim, config_.rope_dim,
-             config_.rope_theta, stream_);
-    cu::rope(k_.as<float>(), positions, rows, config_.num_kv_heads, config_.head_dim, config_.rope_dim,
-             config_.rope_theta, stream_);
     cu::KvLayerView view;
     view.kv_base = static_cast<std::uint16_t*>(allocator_->region());
     view.elements_per_page = std::int64_t(g.elements_per_page());
@@ -255,22 +253,31 @@ class CudaEngine final : public Engine {
     view.num_kv_heads = config_.num_kv_heads;
     view.head_dim = config_.head_dim;
     view.page_size = g.page_size;
-    cu::store_kv(k_.as<float>(), v_.as<float>(), rows, ints(plan_.row_page), ints(plan_.row_slot), view, stream_);
+    cu::rope_store_kv(q_.as<float>(), k_.as<float>(), v_.as<float>(), ints(plan_.positions), rows, config_.num_heads,
+                      config_.rope_dim, config_.rope_theta, ints(plan_.row_page), ints(plan_.row_slot), view, stream_);
     cu::paged_attention(attention_batch(layer, g), attention_scratch_.as<float>(), stream_);
     if (auto ok = matmul(w.wo, attn_.as<float>(), rows, tmp_.as<float>()); !ok) return ok;
-    cu::add_inplace(x_.as<float>(), tmp_.as<float>(), std::int64_t(rows) * hidden, stream_);
+    // The residual, and the FFN's norm of it.
+    cu::add_rmsnorm(x_.as<float>(), tmp_.as<float>(), w.ffn_norm, rows, hidden, config_.rms_eps, xn_.as<float>(),
+                    stream_);
     return {};
   }
 
   Result<void> ffn_block(int layer) {
     const CudaLayerWeights& w = weights_->layers[std::size_t(layer)];
     const int rows = plan_.rows, hidden = config_.hidden;
-    cu::rmsnorm(x_.as<float>(), w.ffn_norm, rows, hidden, config_.rms_eps, xn_.as<float>(), stream_);
     if (auto ok = matmul(w.gate, xn_.as<float>(), rows, gate_.as<float>()); !ok) return ok;
     if (auto ok = matmul(w.up, xn_.as<float>(), rows, up_.as<float>()); !ok) return ok;
     cu::silu_mul(gate_.as<float>(), up_.as<const float>(), std::int64_t(rows) * config_.ffn_dim, stream_);
     if (auto ok = matmul(w.down, gate_.as<float>(), rows, tmp_.as<float>()); !ok) return ok;
-    cu::add_inplace(x_.as<float>(), tmp_.as<float>(), std::int64_t(rows) * hidden, stream_);
+    // The residual, and the next layer's attention norm of it (the last layer's rows
+    // are normed by compute_logits, for the rows that want logits only).
+    if (layer + 1 < config_.num_layers) {
+      cu::add_rmsnorm(x_.as<float>(), tmp_.as<float>(), weights_->layers[std::size_t(layer) + 1].attn_norm, rows,
+                      hidden, config_.rms_eps, xn_.as<float>(), stream_);
+    } else {
+      cu::add_inplace(x_.as<float>(), tmp_.as<float>(), std::int64_t(rows) * hidden, stream_);
+    }
     return {};
   }
 

@@ -4,11 +4,11 @@
 // layout; activations stay on the device; logits come back to the host, except a
 // greedy row's (LogitsMode::last_argmax): its argmax is taken on the device.
 //
-// A step: upload the batch's tokens, positions and page tables; embed; per layer
-// RMSNorm, Q/K/V matmuls, RoPE, K/V scatter into the pages, paged attention, output
-// matmul + residual, RMSNorm, SwiGLU FFN + residual; final norm of the rows that want
-// logits, the vocabulary matmul, the greedy rows' argmax, copy back. Kernels in
-// kernels/cuda/.
+// A step: upload the batch's tokens, positions and page tables; embed, RMSNorm; per
+// layer Q/K/V matmuls, RoPE + K/V scatter into the pages (one kernel), paged attention,
+// output matmul, residual + RMSNorm (one kernel), SwiGLU FFN, residual + the next
+// layer's RMSNorm (one kernel); final norm of the rows that want logits, the vocabulary
+// matmul, the greedy rows' argmax, copy back. Kernels in kernels/cuda/.
 #pragma once
 
 #include <memory>

@@ -337,6 +337,12 @@ void run_blocks(const LaunchConfig& config, void (*body)(void*), void* context,
 
 }  // namespace
 
+namespace {
+std::atomic<std::uint64_t> grids{0};
+}  // namespace
+
+std::uint64_t grids_launched() { return grids.load(); }
+
 void run_grid(const LaunchConfig& config, void (*body)(void*), void* context) {
   if (active != nullptr) fatal("%s:%d: a kernel launched from inside a kernel (not emulated)", config.file, config.line);
   if (const char* why = bad_configuration(config)) {
@@ -344,6 +350,7 @@ void run_grid(const LaunchConfig& config, void (*body)(void*), void* context) {
     set_last_error(cudaErrorInvalidConfiguration);
     return;
   }
+  ++grids;
   const unsigned long long blocks = 1ull * config.grid.x * config.grid.y * config.grid.z;
   std::atomic<unsigned long long> next_block{0};
   std::vector<std::thread> helpers;

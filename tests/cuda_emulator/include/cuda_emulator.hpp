@@ -17,6 +17,9 @@
 // `kernel * ::cuda_emulator::launch_at(file, line, grid, block, shared, stream)(args)`.
 #pragma once
 
+// Code that must know it runs here (a test counting launches) checks this.
+#define ARBOR_CUDA_EMULATED 1
+
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -167,6 +170,8 @@ struct LaunchConfig {
 // Runs `body` once per thread of the grid; a bad configuration sets the last error
 // (as a real launch does), a kernel that deadlocks or misuses a barrier aborts.
 void run_grid(const LaunchConfig& config, void (*body)(void*), void* context);
+// Grids launched so far by this process (well-formed launches; cuBLAS calls not counted).
+std::uint64_t grids_launched();
 
 template <class... A>
 struct PendingLaunch {

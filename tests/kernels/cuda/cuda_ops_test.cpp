@@ -1,6 +1,7 @@
 // The CUDA element-wise and row-wise ops against the CPU references, on random inputs
-// with odd sizes: embedding, RMSNorm, RoPE (GGUF adjacent-pair layout, large positions),
-// SwiGLU, residual add, row gather, and the K/V scatter into pages.
+// with odd sizes: embedding, RMSNorm (alone and fused with the residual add), RoPE with
+// the K/V scatter into pages (GGUF adjacent-pair layout, large positions), SwiGLU,
+// residual add, row gather, greedy argmax.
 #include "kernels/cuda/ops.hpp"
 
 #include <gtest/gtest.h>
@@ -58,21 +59,22 @@ TEST(CudaOps, RmsNormMatchesReference) {
   }
 }
 
-TEST(CudaOps, RopeMatchesReferenceAtLargePositions) {
+TEST(CudaOps, AddRmsNormUpdatesTheResidualAndNormsIt) {
   ARBOR_REQUIRE_CUDA();
   std::mt19937 rng(3);
-  struct Case { int heads, head_dim, rot_dim; float theta; };
-  for (const Case c : {Case{9, 64, 64, 100000.f}, Case{8, 128, 128, 500000.f}, Case{3, 80, 64, 10000.f}}) {
-    const std::vector<std::int32_t> positions = {0, 1, 7, 1000, 8191, 131071};
-    const int rows = int(positions.size()), width = c.heads * c.head_dim;
-    const auto x = random_floats(rng, std::size_t(rows) * width);
-    auto dx = to_device(x);
-    auto dp = to_device(positions);
-    rope(dx.as<float>(), dp.as<std::int32_t>(), rows, c.heads, c.head_dim, c.rot_dim, c.theta, nullptr);
-    std::vector<float> want = x;
+  for (int n : {1, 31, 576, 4097}) {
+    const int rows = 3;
+    const auto x = random_floats(rng, std::size_t(rows) * n, -3.f, 3.f), y = random_floats(rng, std::size_t(rows) * n);
+    const auto w = random_floats(rng, std::size_t(n), 0.5f, 1.5f);
+    auto dx = to_device(x), dy = to_device(y), dw = to_device(w);
+    DeviceBuffer d_out = to_device(std::vector<float>(x.size()));
+    add_rmsnorm(dx.as<float>(), dy.as<float>(), dw.as<float>(), rows, n, 1e-5f, d_out.as<float>(), nullptr);
+    std::vector<float> sum(x.size()), want(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) sum[i] = x[i] + y[i];
     for (int r = 0; r < rows; ++r)
-      cpu::rope_reference(&want[std::size_t(r) * width], c.heads, c.head_dim, c.rot_dim, positions[std::size_t(r)], c.theta);
-    EXPECT_LE(worst_ratio(to_host<float>(dx, x.size()), want, 2e-6, 2e-6), 1.0) << c.head_dim;
+      cpu::rmsnorm_reference(&sum[std::size_t(r) * n], w.data(), n, 1e-5f, &want[std::size_t(r) * n]);
+    EXPECT_EQ(to_host<float>(dx, x.size()), sum) << "n = " << n;
+    EXPECT_LE(worst_ratio(to_host<float>(d_out, x.size()), want, 1e-6, 1e-5), 1.0) << "n = " << n;
   }
 }
 
@@ -125,37 +127,66 @@ TEST(CudaOps, ArgmaxRowsMatchReference) {
   }
 }
 
-// Rows land in (page, slot) through the page table, as f16, at the layer's K and V
-// offsets, and nothing else in the pool changes.
-TEST(CudaOps, StoreKvWritesEachRowIntoItsSlot) {
+// RoPE and the K/V store in one launch: q rotated in place as kernels::cpu::rope does
+// (large positions, partial rotary, an odd head_dim); rotated k and v land in (page,
+// slot) through the page table, as f16, at the layer's K and V offsets; nothing else in
+// the pool changes, and k and v are left as they were.
+TEST(CudaOps, RopeStoreKvRotatesQAndStoresRotatedKAndVInTheirSlots) {
   ARBOR_REQUIRE_CUDA();
   std::mt19937 rng(5);
-  const int layers = 3, kv_heads = 2, head_dim = 64, page_size = 4, num_pages = 7, layer = 1;
-  const std::int64_t per_page = std::int64_t(2) * layers * kv_heads * page_size * head_dim;
-  const std::vector<std::int32_t> row_page = {5, 5, 2, 0}, row_slot = {3, 0, 1, 3};
-  const int rows = int(row_page.size()), kv_dim = kv_heads * head_dim;
-  const auto k = random_floats(rng, std::size_t(rows) * kv_dim), v = random_floats(rng, std::size_t(rows) * kv_dim);
-  std::vector<std::uint16_t> pool(static_cast<std::size_t>(per_page * num_pages), 0x1234);
-  auto d_pool = to_device(pool);
-  auto dk = to_device(k), dv = to_device(v), dp = to_device(row_page), ds = to_device(row_slot);
-  KvLayerView view;
-  view.kv_base = d_pool.as<std::uint16_t>();
-  view.elements_per_page = per_page;
-  view.k_offset = (std::int64_t(layer) * 2 + 0) * kv_heads * page_size * head_dim;
-  view.v_offset = (std::int64_t(layer) * 2 + 1) * kv_heads * page_size * head_dim;
-  view.num_kv_heads = kv_heads;
-  view.head_dim = head_dim;
-  view.page_size = page_size;
-  store_kv(dk.as<float>(), dv.as<float>(), rows, dp.as<std::int32_t>(), ds.as<std::int32_t>(), view, nullptr);
-  std::vector<std::uint16_t> want = pool;
-  for (int r = 0; r < rows; ++r)
-    for (int h = 0; h < kv_heads; ++h)
-      for (int d = 0; d < head_dim; ++d) {
-        const std::int64_t at = row_page[std::size_t(r)] * per_page + (std::int64_t(h) * page_size + row_slot[std::size_t(r)]) * head_dim + d;
-        want[std::size_t(view.k_offset + at)] = fp32_to_fp16_scalar(k[std::size_t(r * kv_dim + h * head_dim + d)]);
-        want[std::size_t(view.v_offset + at)] = fp32_to_fp16_scalar(v[std::size_t(r * kv_dim + h * head_dim + d)]);
-      }
-  EXPECT_EQ(to_host<std::uint16_t>(d_pool, pool.size()), want);
+  struct Case { int q_heads, kv_heads, head_dim, rot_dim; float theta; };
+  for (const Case c : {Case{9, 3, 64, 64, 100000.f}, Case{8, 2, 128, 128, 500000.f}, Case{3, 1, 80, 64, 10000.f},
+                       Case{2, 1, 81, 64, 10000.f}}) {
+    SCOPED_TRACE("head_dim " + std::to_string(c.head_dim));
+    const int layers = 3, page_size = 4, num_pages = 7, layer = 1;
+    const std::vector<std::int32_t> positions = {0, 1, 7, 1000, 8191, 131071};
+    const std::vector<std::int32_t> row_page = {5, 5, 2, 0, 6, 3}, row_slot = {3, 0, 1, 3, 2, 0};
+    const int rows = int(positions.size()), q_dim = c.q_heads * c.head_dim, kv_dim = c.kv_heads * c.head_dim;
+    const auto q = random_floats(rng, std::size_t(rows) * q_dim);
+    const auto k = random_floats(rng, std::size_t(rows) * kv_dim), v = random_floats(rng, std::size_t(rows) * kv_dim);
+    const std::int64_t block = std::int64_t(c.kv_heads) * page_size * c.head_dim, per_page = 2 * layers * block;
+    const std::vector<std::uint16_t> pool(static_cast<std::size_t>(per_page * num_pages), 0x1234);
+    auto d_pool = to_device(pool);
+    auto dq = to_device(q), dk = to_device(k), dv = to_device(v);
+    auto d_pos = to_device(positions), d_page = to_device(row_page), d_slot = to_device(row_slot);
+    KvLayerView view;
+    view.kv_base = d_pool.as<std::uint16_t>();
+    view.elements_per_page = per_page;
+    view.k_offset = (std::int64_t(layer) * 2 + 0) * block;
+    view.v_offset = (std::int64_t(layer) * 2 + 1) * block;
+    view.num_kv_heads = c.kv_heads;
+    view.head_dim = c.head_dim;
+    view.page_size = page_size;
+    rope_store_kv(dq.as<float>(), dk.as<float>(), dv.as<float>(), d_pos.as<std::int32_t>(), rows, c.q_heads, c.rot_dim,
+                  c.theta, d_page.as<std::int32_t>(), d_slot.as<std::int32_t>(), view, nullptr);
+
+    std::vector<float> want_q = q, want_k = k;
+    for (int r = 0; r < rows; ++r) {
+      const int pos = positions[std::size_t(r)];
+      cpu::rope_reference(&want_q[std::size_t(r) * q_dim], c.q_heads, c.head_dim, c.rot_dim, pos, c.theta);
+      cpu::rope_reference(&want_k[std::size_t(r) * kv_dim], c.kv_heads, c.head_dim, c.rot_dim, pos, c.theta);
+    }
+    EXPECT_LE(worst_ratio(to_host<float>(dq, q.size()), want_q, 2e-6, 2e-6), 1.0);
+    EXPECT_EQ(to_host<float>(dk, k.size()), k);
+    EXPECT_EQ(to_host<float>(dv, v.size()), v);
+    auto got = to_host<std::uint16_t>(d_pool, pool.size());
+    std::vector<float> got_k, stored_want_k;
+    for (int r = 0; r < rows; ++r)
+      for (int h = 0; h < c.kv_heads; ++h)
+        for (int d = 0; d < c.head_dim; ++d) {
+          const std::size_t at = std::size_t(row_page[std::size_t(r)] * per_page +
+                                             (std::int64_t(h) * page_size + row_slot[std::size_t(r)]) * c.head_dim + d);
+          const std::size_t src = std::size_t(r * kv_dim + h * c.head_dim + d);
+          // K went through the rotation (a float rounding apart from the CPU's: compared
+          // after f16), V is stored exactly.
+          got_k.push_back(fp16_to_fp32_scalar(got[std::size_t(view.k_offset) + at]));
+          stored_want_k.push_back(want_k[src]);
+          ASSERT_EQ(got[std::size_t(view.v_offset) + at], fp32_to_fp16_scalar(v[src])) << "row " << r << " d " << d;
+          got[std::size_t(view.k_offset) + at] = got[std::size_t(view.v_offset) + at] = 0x1234;
+        }
+    EXPECT_LE(worst_ratio(got_k, stored_want_k, 1e-7, 1.1e-3), 1.0);
+    EXPECT_EQ(got, pool) << "an element outside the rows' slots changed";
+  }
 }
 
 }  // namespace

@@ -179,6 +179,38 @@ TEST(CudaEngine, ArgmaxRowsNameTheirLargestLogit) {
   EXPECT_EQ(gpu.pool->num_used(), 0);
 }
 
+// Kernels per layer of a batch-1 decode step (until steps are captured as CUDA graphs,
+// launch overhead bounds a small model's decode): Q, K, V GEMVs, RoPE fused with the K/V
+// store, attention (own pass + merge), output GEMV, residual fused with the next norm,
+// gate and up GEMVs, SwiGLU, down GEMV, residual + norm: 13 (17 before the fusions).
+// Counted on the emulator, as the difference between SmolLM2-shaped Q4_1 models of 1
+// and 2 layers.
+TEST(CudaEngine, ABatchOneDecodeStepLaunchesThirteenKernelsPerLayer) {
+#ifndef ARBOR_CUDA_EMULATED
+  GTEST_SKIP() << "counts the CUDA emulator's launches";
+#else
+  ARBOR_REQUIRE_CUDA();
+  auto launches_of_a_decode_step = [](int layers) -> std::uint64_t {
+    auto m = synthetic("smollm2-135m", layers, kernels::GgmlType::Q4_1);  // quantized: GEMV kernels
+    Side gpu(cuda_engine(*m), 16, 64);
+    if (!gpu.engine) return 0;
+    KvSequence seq;
+    const auto prompt = random_tokens(9, m->config.vocab_size, 3);
+    EXPECT_TRUE(prefill(*gpu.engine, *gpu.pool, seq, prompt, 16));
+    KvSequence* one[] = {&seq};
+    const TokenId next = 1;
+    const std::uint64_t before = ::cuda_emulator::grids_launched();
+    EXPECT_TRUE(decode_step(*gpu.engine, *gpu.pool, one, std::span(&next, 1)));
+    const std::uint64_t launched = ::cuda_emulator::grids_launched() - before;
+    release(seq, *gpu.pool);
+    return launched;
+  };
+  const std::uint64_t one = launches_of_a_decode_step(1), two = launches_of_a_decode_step(2);
+  ASSERT_GT(one, 0u);
+  EXPECT_EQ(two - one, 13u) << "a 1-layer step launches " << one << ", a 2-layer one " << two;
+#endif
+}
+
 // KV rule 14 on the device: a reader that takes the owner's full pages and computes only
 // the rest gets the logits of one full prefill.
 TEST(CudaEngine, PrefixFromCachePlusSuffixEqualsFullPrefill) {
