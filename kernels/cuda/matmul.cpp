@@ -41,6 +41,19 @@ bool Matmul::sgemm(const float* w, std::int64_t w_rows, std::int64_t cols, const
                    "cublasSgemm", error);
 }
 
+bool Matmul::run_group(const MatmulTarget* targets, int count, const float* x, std::int64_t m, std::string* error) {
+  const bool one_launch = m > 0 && m <= kGemvMaxRows && count <= kMaxGroupedMatrices &&
+                          std::all_of(targets, targets + count,
+                                      [](const MatmulTarget& t) { return t.w.type != GgmlType::F32; });
+  if (one_launch) {
+    gemv_quantized_group(targets, count, x, int(m), stream_);
+    return true;
+  }
+  for (int t = 0; t < count; ++t)
+    if (!run(targets[t].w, x, m, targets[t].y, error)) return false;
+  return true;
+}
+
 bool Matmul::run(const DeviceMatrix& w, const float* x, std::int64_t m, float* y, std::string* error) {
   if (m <= 0) return true;
   if (w.type == GgmlType::F32) return sgemm(static_cast<const float*>(w.data), w.rows, w.cols, x, m, y, w.rows, error);

@@ -7,12 +7,10 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-// One warp per output feature r: lane l takes blocks l, l + 32, ...; each block is
-// dequantized once and multiplied with the m activation rows; then a warp reduction.
-__global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, int m, float* __restrict__ y) {
-  const std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (r >= w.rows) return;
+// Output feature r of w for the m activation rows: lane l takes blocks l, l + 32, ...;
+// each block is dequantized once and multiplied with the m rows; then a warp reduction.
+__device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
+                         float* __restrict__ y) {
   const std::int64_t num_blocks = w.cols / 32;
   const std::uint8_t* row = static_cast<const std::uint8_t*>(w.data) + r * (num_blocks * bytes_per_32(w.type));
   float acc[kGemvMaxRows] = {};
@@ -37,6 +35,27 @@ __global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, int m, 
   }
 }
 
+// One warp per output feature.
+__global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, int m, float* __restrict__ y) {
+  const std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (r < w.rows) gemv_row(w, r, threadIdx.x % 32, x, m, y);
+}
+
+struct TargetGroup {
+  MatmulTarget targets[kMaxGroupedMatrices];
+  int count;
+};
+
+// One warp per output feature of the group: the features of targets[0], then [1], ...
+__global__ void gemv_group_kernel(TargetGroup group, const float* __restrict__ x, int m) {
+  std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  for (int t = 0; t < group.count; ++t) {
+    const MatmulTarget& target = group.targets[t];
+    if (r < target.w.rows) return gemv_row(target.w, r, threadIdx.x % 32, x, m, target.y);
+    r -= target.w.rows;
+  }
+}
+
 // One thread per (row, block): 32 floats out.
 __global__ void dequantize_rows_kernel(DeviceMatrix w, std::int64_t row_begin, std::int64_t num_rows,
                                        float* __restrict__ out) {
@@ -58,6 +77,18 @@ __global__ void dequantize_rows_kernel(DeviceMatrix w, std::int64_t row_begin, s
 void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream) {
   const unsigned grid = unsigned((w.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   gemv_kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, x, m, y);
+}
+
+void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream) {
+  TargetGroup group{};
+  group.count = count;
+  std::int64_t rows = 0;
+  for (int t = 0; t < count; ++t) {
+    group.targets[t] = targets[t];
+    rows += targets[t].w.rows;
+  }
+  const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  if (grid > 0) gemv_group_kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(group, x, m);
 }
 
 void dequantize_rows(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, float* out,

@@ -240,11 +240,19 @@ class CudaEngine final : public Engine {
     return {};
   }
 
+  // Matrices applied to the same activations: one launch for all when the GEMV applies.
+  Result<void> matmul_group(std::span<const cu::MatmulTarget> targets, const float* x, std::int64_t m) {
+    std::string error;
+    if (!matmul_.run_group(targets.data(), int(targets.size()), x, m, &error))
+      return fail(ErrorCode::internal, "CUDA engine: " + error);
+    return {};
+  }
+
   Result<void> attention_block(int layer, const cache::KvGeometry& g) {
     const CudaLayerWeights& w = weights_->layers[std::size_t(layer)];
     const int rows = plan_.rows, hidden = config_.hidden;
-    for (auto [m, out] : {std::pair{&w.wq, &q_}, std::pair{&w.wk, &k_}, std::pair{&w.wv, &v_}})
-      if (auto ok = matmul(*m, xn_.as<float>(), rows, out->as<float>()); !ok) return ok;
+    const cu::MatmulTarget qkv[] = {{w.wq, q_.as<float>()}, {w.wk, k_.as<float>()}, {w.wv, v_.as<float>()}};
+    if (auto ok = matmul_group(qkv, xn_.as<float>(), rows); !ok) return ok;
     cu::KvLayerView view;
     view.kv_base = static_cast<std::uint16_t*>(allocator_->region());
     view.elements_per_page = std::int64_t(g.elements_per_page());
@@ -266,8 +274,8 @@ class CudaEngine final : public Engine {
   Result<void> ffn_block(int layer) {
     const CudaLayerWeights& w = weights_->layers[std::size_t(layer)];
     const int rows = plan_.rows, hidden = config_.hidden;
-    if (auto ok = matmul(w.gate, xn_.as<float>(), rows, gate_.as<float>()); !ok) return ok;
-    if (auto ok = matmul(w.up, xn_.as<float>(), rows, up_.as<float>()); !ok) return ok;
+    const cu::MatmulTarget gate_up[] = {{w.gate, gate_.as<float>()}, {w.up, up_.as<float>()}};
+    if (auto ok = matmul_group(gate_up, xn_.as<float>(), rows); !ok) return ok;
     cu::silu_mul(gate_.as<float>(), up_.as<const float>(), std::int64_t(rows) * config_.ffn_dim, stream_);
     if (auto ok = matmul(w.down, gate_.as<float>(), rows, tmp_.as<float>()); !ok) return ok;
     // The residual, and the next layer's attention norm of it (the last layer's rows

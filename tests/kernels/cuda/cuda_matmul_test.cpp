@@ -63,6 +63,45 @@ TEST(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
   }
 }
 
+// A group (Q, K, V of different heights and types; or with an F32 member, or more rows
+// than the GEMV takes, which run one matmul each) gives each target exactly what run()
+// gives it alone.
+TEST(CudaMatmul, AGroupGivesEachTargetItsOwnProduct) {
+  ARBOR_REQUIRE_CUDA();
+  std::mt19937 rng(9);
+  Matmul mm;
+  std::string error;
+  ASSERT_TRUE(mm.init(nullptr, &error)) << error;
+  const std::int64_t cols = 576;
+  for (auto types : {std::vector<GgmlType>{GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_0},
+                     std::vector<GgmlType>{GgmlType::Q4_0, GgmlType::F32}}) {
+    const std::vector<std::int64_t> heights = {77, 33, 40};
+    std::vector<DeviceBuffer> weights;
+    std::vector<DeviceMatrix> matrices;
+    for (std::size_t t = 0; t < types.size(); ++t) {
+      weights.push_back(to_device(random_weights(rng, types[t], heights[t], cols)));
+      matrices.push_back({types[t], weights.back().data(), heights[t], cols});
+    }
+    for (std::int64_t m : {1, 5, 8, 9}) {
+      SCOPED_TRACE("m " + std::to_string(m) + ", " + std::to_string(types.size()) + " targets");
+      auto d_x = to_device(random_floats(rng, std::size_t(m * cols)));
+      std::vector<DeviceBuffer> grouped, alone;
+      std::vector<MatmulTarget> targets;
+      for (const DeviceMatrix& w : matrices) {
+        grouped.push_back(to_device(std::vector<float>(std::size_t(m * w.rows))));
+        alone.push_back(to_device(std::vector<float>(std::size_t(m * w.rows))));
+        targets.push_back({w, grouped.back().as<float>()});
+      }
+      ASSERT_TRUE(mm.run_group(targets.data(), int(targets.size()), d_x.as<float>(), m, &error)) << error;
+      for (std::size_t t = 0; t < matrices.size(); ++t) {
+        ASSERT_TRUE(mm.run(matrices[t], d_x.as<float>(), m, alone[t].as<float>(), &error)) << error;
+        const std::size_t n = std::size_t(m * matrices[t].rows);
+        EXPECT_EQ(to_host<float>(grouped[t], n), to_host<float>(alone[t], n)) << "target " << t;
+      }
+    }
+  }
+}
+
 // Prefill rows of a matrix too large for one scratch tile go through several tiles.
 TEST(CudaMatmul, TiledPrefillCoversEveryRow) {
   ARBOR_REQUIRE_CUDA();
