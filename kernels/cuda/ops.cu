@@ -169,8 +169,6 @@ __global__ void gather_kernel(const float* __restrict__ x, const std::int32_t* _
   out[i] = x[std::int64_t(rows[r]) * n + c];
 }
 
-// One thread per (row, kv head, element).
-
 }  // namespace
 
 void embed(const DeviceMatrix& table, const std::int32_t* tokens, int rows, float* out, cudaStream_t stream) {
