@@ -165,11 +165,9 @@ void CpuEngine::compute_logits(std::span<const SequenceStep> batch, StepOutput& 
   std::int64_t row = 0, out_rows = 0, argmax_rows = 0;
   for (const SequenceStep& s : batch) {
     const std::int64_t n = std::int64_t(s.tokens.size());
-    const std::int64_t first = s.logits == LogitsMode::all ? 0 : n - 1;
-    if (s.logits != LogitsMode::none)
-      for (std::int64_t j = first; j < n; ++j, ++out_rows)
-        cpu::rmsnorm(&x_[std::size_t(row + j) * hidden], weights_.output_norm, hidden, config_.rms_eps,
-                     &xn_[std::size_t(out_rows) * hidden]);
+    for (std::int64_t j = n - std::int64_t(output_rows(s)); j < n; ++j, ++out_rows)
+      cpu::rmsnorm(&x_[std::size_t(row + j) * hidden], weights_.output_norm, hidden, config_.rms_eps,
+                   &xn_[std::size_t(out_rows) * hidden]);
     argmax_rows += s.logits == LogitsMode::last_argmax;
     row += n;
   }
@@ -181,7 +179,7 @@ void CpuEngine::compute_logits(std::span<const SequenceStep> batch, StepOutput& 
   out.logits.clear();
   std::size_t at = 0;
   for (const SequenceStep& s : batch) {
-    const std::size_t n = s.logits == LogitsMode::all ? s.tokens.size() : s.logits == LogitsMode::none ? 0 : 1;
+    const std::size_t n = output_rows(s);
     if (s.logits == LogitsMode::last_argmax)
       out.argmax.push_back(cpu::argmax(all.data() + at * vocab, int(vocab)));
     else

@@ -59,6 +59,12 @@ struct SequenceStep {
   LogitsMode logits = LogitsMode::last;
 };
 
+// How many output rows a step asks for: its token count for `all`, 1 for `last` and
+// `last_argmax`, 0 for `none`; they are its last rows.
+inline std::size_t output_rows(const SequenceStep& s) {
+  return s.logits == LogitsMode::all ? s.tokens.size() : s.logits == LogitsMode::none ? 0 : 1;
+}
+
 // What one forward() returns, in batch order.
 struct StepOutput {
   std::vector<float> logits;     // rows of LogitsMode::last / all sequences, vocab_size floats each

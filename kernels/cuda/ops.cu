@@ -110,6 +110,12 @@ __global__ void add_rmsnorm_kernel(float* __restrict__ x, const float* __restric
   for (int i = threadIdx.x; i < n; i += blockDim.x) o[i] = xr[i] * inv * weight[i];  // this thread's own writes
 }
 
+// (a, b) rotated by the angle whose cosine and sine are c and s.
+__device__ __forceinline__ void rotate(float a, float b, float c, float s, float& x, float& y) {
+  x = a * c - b * s;
+  y = a * s + b * c;
+}
+
 // One thread per (row, head, pair of adjacent elements), over the q heads then the kv
 // heads. The angle is computed in double precision, as the CPU's table is, then
 // rounded to float; pairs past rot_dim keep their values (cos 1, sin 0: exact).
@@ -131,20 +137,22 @@ __global__ void rope_store_kv_kernel(float* q, const float* __restrict__ k, cons
   }
   if (head < num_q_heads) {
     float* x = q + (std::int64_t(r) * num_q_heads + head) * head_dim + d;
-    const float a = x[0], b = has_second ? x[1] : 0.f;
-    x[0] = a * c - b * s;
-    if (has_second) x[1] = a * s + b * c;
+    float first, second;
+    rotate(x[0], has_second ? x[1] : 0.f, c, s, first, second);
+    x[0] = first;
+    if (has_second) x[1] = second;
     return;
   }
   const int h = head - num_q_heads;
   const std::int64_t src = (std::int64_t(r) * kv.num_kv_heads + h) * head_dim + d;
   const std::int64_t within = (std::int64_t(h) * kv.page_size + row_slot[r]) * head_dim + d;
   std::uint16_t* page = kv.kv_base + std::int64_t(row_page[r]) * kv.elements_per_page;
-  const float a = k[src], b = has_second ? k[src + 1] : 0.f;
-  page[kv.k_offset + within] = __half_as_ushort(__float2half_rn(a * c - b * s));
+  float first, second;
+  rotate(k[src], has_second ? k[src + 1] : 0.f, c, s, first, second);
+  page[kv.k_offset + within] = __half_as_ushort(__float2half_rn(first));
   page[kv.v_offset + within] = __half_as_ushort(__float2half_rn(v[src]));
   if (has_second) {
-    page[kv.k_offset + within + 1] = __half_as_ushort(__float2half_rn(a * s + b * c));
+    page[kv.k_offset + within + 1] = __half_as_ushort(__float2half_rn(second));
     page[kv.v_offset + within + 1] = __half_as_ushort(__float2half_rn(v[src + 1]));
   }
 }

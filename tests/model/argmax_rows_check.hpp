@@ -52,7 +52,7 @@ inline void expect_argmax_rows_follow_logits(Engine& engine, cache::PagePool& po
   std::set<TokenId> expected_ids;
   for (int i = 0; i < kSeqs; ++i) {
     const LogitsMode mode = argmax_modes[i];
-    const std::size_t rows = mode == LogitsMode::all ? std::size_t(new_tokens[i]) : mode == LogitsMode::none ? 0 : 1;
+    const std::size_t rows = output_rows({inputs[std::size_t(i)], 0, {}, mode});
     for (std::size_t r = 0; r < rows; ++r, ++row) {
       const float* logits = logits_only.logits.data() + row * std::size_t(vocab);
       if (mode == LogitsMode::last_argmax) {

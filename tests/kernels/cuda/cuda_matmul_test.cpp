@@ -28,12 +28,19 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
     ASSERT_LE(std::abs(got[i] - want[i]), 1e-5f * bound[i] + 1e-6f) << what << " at " << i;
 }
 
-TEST(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
-  ARBOR_REQUIRE_CUDA();
-  std::mt19937 rng(7);
+// Each test runs on a device (skipped without one) with an initialised Matmul.
+class CudaMatmul : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ARBOR_REQUIRE_CUDA();
+    ASSERT_TRUE(mm.init(nullptr, &error)) << error;
+  }
   Matmul mm;
   std::string error;
-  ASSERT_TRUE(mm.init(nullptr, &error)) << error;
+};
+
+TEST_F(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
+  std::mt19937 rng(7);
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F32}) {
     for (std::int64_t cols : {32, 576, 4096}) {
       const std::int64_t rows = 77;
@@ -66,12 +73,8 @@ TEST(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
 // A group (Q, K, V of different heights and types; or with an F32 member, or more rows
 // than the GEMV takes, which run one matmul each) gives each target exactly what run()
 // gives it alone.
-TEST(CudaMatmul, AGroupGivesEachTargetItsOwnProduct) {
-  ARBOR_REQUIRE_CUDA();
+TEST_F(CudaMatmul, AGroupGivesEachTargetItsOwnProduct) {
   std::mt19937 rng(9);
-  Matmul mm;
-  std::string error;
-  ASSERT_TRUE(mm.init(nullptr, &error)) << error;
   const std::int64_t cols = 576;
   for (auto types : {std::vector<GgmlType>{GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4_0},
                      std::vector<GgmlType>{GgmlType::Q4_0, GgmlType::F32}}) {
@@ -103,12 +106,8 @@ TEST(CudaMatmul, AGroupGivesEachTargetItsOwnProduct) {
 }
 
 // Prefill rows of a matrix too large for one scratch tile go through several tiles.
-TEST(CudaMatmul, TiledPrefillCoversEveryRow) {
-  ARBOR_REQUIRE_CUDA();
+TEST_F(CudaMatmul, TiledPrefillCoversEveryRow) {
   std::mt19937 rng(8);
-  Matmul mm;
-  std::string error;
-  ASSERT_TRUE(mm.init(nullptr, &error)) << error;
   const std::int64_t rows = 33000, cols = 4096, m = 12;  // > 32 Mi floats of weights: two tiles
   const auto bytes = random_weights(rng, GgmlType::Q4_0, rows, cols);
   auto d_w = to_device(bytes);
