@@ -271,6 +271,8 @@ class GrammarBuilder {
     StringSpec& s = nodes_[id].string;
     s.dfa = std::move(dfa);
     s.min_length = n.min_length.value_or(0);
+    if (s.min_length >= (1u << 30))  // the table's count is 32-bit; no generation is that long
+      error(n.pointer + "/minLength", "minLength " + std::to_string(s.min_length) + " cannot be generated (limit 2^30 code points)");
     if (n.max_length && *n.max_length < (1u << 30)) s.max_length = *n.max_length;  // larger: never reached
     return id;
   }

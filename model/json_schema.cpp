@@ -1,6 +1,8 @@
 #include "model/json_schema.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -47,13 +49,16 @@ bool is_non_negative_integer(const Json& v) {
   if (v.is_number_integer()) return v.get<std::int64_t>() >= 0;
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    return d >= 0 && d == double(std::int64_t(d));
+    return std::isfinite(d) && d >= 0 && d == std::floor(d);
   }
   return false;
 }
 
+// A count written as a float past 2^64 (1e300) saturates: no document reaches it either way.
 std::uint64_t as_count(const Json& v) {
-  return v.is_number_float() ? std::uint64_t(v.get<double>()) : v.get<std::uint64_t>();
+  if (!v.is_number_float()) return v.get<std::uint64_t>();
+  const double d = v.get<double>();
+  return d >= 0x1p64 ? std::numeric_limits<std::uint64_t>::max() : std::uint64_t(d);
 }
 
 // Percent-decoding and ~0/~1 unescaping of one pointer token of a "#/..." reference.

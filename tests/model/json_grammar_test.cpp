@@ -163,6 +163,9 @@ TEST(JsonGrammar, RejectsWhatItCannotEnforceWithPointer) {
   EXPECT_EQ(rejection(R"({"enum":[1e300]})"), "/enum");
   EXPECT_EQ(rejection(R"({"type":"string","minLength":3,"maxLength":2})"), "");
   EXPECT_EQ(rejection(R"({"type":"array","minItems":1,"items":{"$ref":"#"}})"), "");
+  // A minimum no generation reaches, written so that it would wrap a 32-bit count to 1.
+  EXPECT_EQ(rejection(R"({"type":"string","minLength":4294967297})"), "/minLength");
+  EXPECT_EQ(rejection(R"({"properties":{"s":{"type":"string","minLength":1e300}}})"), "/properties/s/minLength");
 }
 
 }  // namespace

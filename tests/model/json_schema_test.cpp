@@ -38,6 +38,22 @@ TEST(JsonSchema, CompileErrorsNameTheKeyword) {
   EXPECT_EQ(errors[0].pointer, "/$ref");
 }
 
+// Found by the openai_request fuzzer: a count past 2^63 written as a float was cast to an
+// integer (undefined behaviour). Such counts saturate; fractions and infinities stay errors.
+TEST(JsonSchema, CountsWrittenAsHugeFloatsSaturate) {
+  auto no_maximum = JsonSchema::parse(R"({"type":"string","maxLength":1e300})");
+  ASSERT_TRUE(no_maximum) << no_maximum.error().message;
+  EXPECT_TRUE(no_maximum->is_valid(Json("abc")));
+  auto unreachable = JsonSchema::parse(R"({"type":"array","minItems":1.8446744073709552e19})");
+  ASSERT_TRUE(unreachable) << unreachable.error().message;
+  EXPECT_FALSE(unreachable->is_valid(Json::parse("[1,2,3]")));
+  std::vector<SchemaError> errors;
+  EXPECT_FALSE(JsonSchema::parse(R"({"maxLength":1e300,"minItems":2.5})", SchemaUse::validation, &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].pointer, "/minItems");
+  EXPECT_FALSE(JsonSchema::parse(R"({"minLength":-1e300})"));
+}
+
 TEST(JsonSchema, SchemaOrderOption) {
   auto schema = JsonSchema::parse(R"({"properties":{"a":{},"b":{}},"required":["c"]})");
   ASSERT_TRUE(schema);
