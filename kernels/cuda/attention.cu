@@ -41,7 +41,8 @@ struct Plan {
 };
 
 Plan plan_of(const PagedAttentionBatch& b) {
-  Plan p{split_positions(std::int64_t(b.num_rows) * b.num_q_heads, b.max_positions), {0, 1}};
+  const int own_positions = b.max_own_positions > 0 ? b.max_own_positions : b.max_positions;
+  Plan p{split_positions(std::int64_t(b.num_rows) * b.num_q_heads, own_positions), {0, 1}};
   if (b.num_tiles > 0) p.shared = split_positions(std::int64_t(b.num_tiles) * b.num_q_heads, b.max_tile_length);
   return p;
 }
@@ -124,7 +125,8 @@ __device__ WarpItem warp_item(std::int64_t item, int num_heads, int num_splits) 
           int(item % num_splits)};
 }
 
-// A row's own pass: positions row_start..row_pos, one split per warp.
+// A row's own pass: positions row_start..row_pos, one split per warp (split s covers
+// row_start + s * positions_per_split onwards).
 template <int kLanes>
 __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
   const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
@@ -134,8 +136,8 @@ __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* 
   const auto [r, h, s] = warp_item(item, b.num_q_heads, split.num_splits);
   const int kv_head = h / (b.num_q_heads / b.num_kv_heads);
   const int first = b.row_start != nullptr ? b.row_start[r] : 0;
-  const int begin = max(first, s * split.positions_per_split);
-  const int end = min(b.row_pos[r] + 1, (s + 1) * split.positions_per_split);  // causal: up to row_pos
+  const int begin = first + s * split.positions_per_split;
+  const int end = min(b.row_pos[r] + 1, begin + split.positions_per_split);  // causal: up to row_pos
 
   float q[kLanes], k[kLanes], v[kLanes];
   load_q(b, r, h, lane, q);

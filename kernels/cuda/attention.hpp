@@ -9,10 +9,11 @@
 // (flash-decoding); a second kernel merges the chunks' (m, l, u) states.
 //
 // Shared prefixes (cascade attention): decode rows whose page tables begin with the same
-// pages may come in tiles (kernels/cuda/shared_prefix.hpp). A tile's pass reads those
-// pages once for all its rows and leaves one (m, l, u) state per row, head and split of
-// the shared part; each row's own pass then starts at row_start, and the merge takes
-// both. Without tiles every row reads its whole context alone, as before.
+// pages, and runs of consecutive prefill rows of one sequence, may come in tiles
+// (kernels/cuda/shared_prefix.hpp). A tile's pass reads the positions its rows share
+// once for all of them and leaves one (m, l, u) state per row, head and split of the
+// shared part; each row's own pass then covers row_start..row_pos, and the merge takes
+// both. Without tiles every row reads its whole context alone.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,6 +37,7 @@ struct PagedAttentionBatch {
   int head_dim = 0;                         // at most kMaxHeadDim
   int page_size = 0;
   int max_positions = 0;                    // max over rows of row_pos + 1
+  int max_own_positions = 0;                // max over rows of row_pos + 1 - row_start (0: max_positions)
   float scale = 0.f;                        // usually 1 / sqrt(head_dim)
   // Shared-prefix tiles (optional; see plan_shared_prefixes): tile t's rows
   // tile_rows[t * kSharedTileRows ...] (-1 past its last) share their first tile_length[t]

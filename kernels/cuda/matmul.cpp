@@ -5,12 +5,19 @@
 namespace arbor::kernels::cuda {
 namespace {
 
-// f32 values of one dequantized tile of weight rows.
-constexpr std::int64_t kScratchFloats = std::int64_t(kMatmulScratchBytes / sizeof(float));
+// f16 values of one dequantized tile of weight rows.
+constexpr std::int64_t kTileHalves = std::int64_t(kMatmulScratchBytes / sizeof(__half));
 
 bool cublas_ok(cublasStatus_t s, const char* what, std::string* error) {
   if (s == CUBLAS_STATUS_SUCCESS) return true;
   if (error) *error = std::string(what) + ": " + cublasGetStatusString(s);
+  return false;
+}
+
+// The GEMV reads activations 128 bits at a time.
+bool aligned_activations(const float* x, std::string* error) {
+  if (reinterpret_cast<std::uintptr_t>(x) % 16 == 0) return true;
+  if (error) *error = "matmul: activations not 16-byte aligned (pass a device buffer or a row of one)";
   return false;
 }
 
@@ -41,34 +48,61 @@ bool Matmul::sgemm(const float* w, std::int64_t w_rows, std::int64_t cols, const
                    "cublasSgemm", error);
 }
 
+// Row-major y[m][w_rows] = x[m][cols] (f16) * tile[w_rows][cols]^T (f16), f32
+// accumulation and output, the same transposition as sgemm().
+bool Matmul::gemm_half(const DeviceMatrix& w, const __half* x_half, std::int64_t m, float* y, std::string* error) {
+  const std::int64_t tile = std::clamp<std::int64_t>(kTileHalves / w.cols, 1, w.rows);
+  if (!weight_tile_.reserve(std::size_t(tile * w.cols) * sizeof(__half), error)) return false;
+  const float one = 1.f, zero = 0.f;
+  for (std::int64_t r0 = 0; r0 < w.rows; r0 += tile) {
+    const std::int64_t r1 = std::min(w.rows, r0 + tile);
+    dequantize_rows_half(w, r0, r1, weight_tile_.as<__half>(), stream_);
+    const cublasStatus_t s =
+        cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, int(r1 - r0), int(m), int(w.cols), &one,
+                     weight_tile_.as<__half>(), CUDA_R_16F, int(w.cols), x_half, CUDA_R_16F, int(w.cols), &zero,
+                     y + r0, CUDA_R_32F, int(w.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (!cublas_ok(s, "cublasGemmEx", error)) return false;
+  }
+  return true;
+}
+
+const __half* Matmul::activations_to_half(const float* x, std::int64_t m, std::int64_t cols, std::string* error) {
+  if (!x_half_.reserve(std::size_t(m * cols) * sizeof(__half), error)) return nullptr;
+  to_half_saturated(x, m * cols, x_half_.as<__half>(), stream_);
+  return x_half_.as<__half>();
+}
+
 bool Matmul::run_group(const MatmulTarget* targets, int count, const float* x, std::int64_t m, std::string* error) {
-  const bool one_launch = m > 0 && m <= kGemvMaxRows && count <= kMaxGroupedMatrices &&
-                          std::all_of(targets, targets + count,
-                                      [](const MatmulTarget& t) { return t.w.type != GgmlType::F32; });
-  if (one_launch) {
+  if (m <= 0) return true;
+  if (!aligned_activations(x, error)) return false;
+  const bool quantized = std::all_of(targets, targets + count,
+                                     [](const MatmulTarget& t) { return t.w.type != GgmlType::F32; });
+  if (quantized && m <= kGemvMaxRows && count <= kMaxGroupedMatrices) {
     gemv_quantized_group(targets, count, x, int(m), stream_);
     return true;
   }
+  if (!quantized || m <= kGemvMaxRows) {
+    for (int t = 0; t < count; ++t)
+      if (!run(targets[t].w, x, m, targets[t].y, error)) return false;
+    return true;
+  }
+  const __half* x_half = activations_to_half(x, m, targets[0].w.cols, error);  // once for the group
+  if (x_half == nullptr) return false;
   for (int t = 0; t < count; ++t)
-    if (!run(targets[t].w, x, m, targets[t].y, error)) return false;
+    if (!gemm_half(targets[t].w, x_half, m, targets[t].y, error)) return false;
   return true;
 }
 
 bool Matmul::run(const DeviceMatrix& w, const float* x, std::int64_t m, float* y, std::string* error) {
   if (m <= 0) return true;
+  if (!aligned_activations(x, error)) return false;
   if (w.type == GgmlType::F32) return sgemm(static_cast<const float*>(w.data), w.rows, w.cols, x, m, y, w.rows, error);
   if (m <= kGemvMaxRows) {
     gemv_quantized(w, x, int(m), y, stream_);
     return true;
   }
-  const std::int64_t tile = std::clamp<std::int64_t>(kScratchFloats / w.cols, 1, w.rows);
-  if (!scratch_.reserve(std::size_t(tile * w.cols) * sizeof(float), error)) return false;
-  for (std::int64_t r0 = 0; r0 < w.rows; r0 += tile) {
-    const std::int64_t r1 = std::min(w.rows, r0 + tile);
-    dequantize_rows(w, r0, r1, scratch_.as<float>(), stream_);
-    if (!sgemm(scratch_.as<float>(), r1 - r0, w.cols, x, m, y + r0, w.rows, error)) return false;
-  }
-  return true;
+  const __half* x_half = activations_to_half(x, m, w.cols, error);
+  return x_half != nullptr && gemm_half(w, x_half, m, y, error);
 }
 
 }  // namespace arbor::kernels::cuda

@@ -3,16 +3,21 @@
 //  - Q4_0/Q4_1/Q8_0 with m <= kGemvMaxRows activation rows (decode): a GEMV kernel that
 //    dequantizes each weight block in registers and accumulates in f32; one warp per
 //    output feature, all m rows at once (the weights are read once per step).
-//  - Q4_0/Q4_1/Q8_0 with more rows (prefill): tiles of weight rows are dequantized to
-//    f32 in a scratch buffer, then cuBLAS SGEMM on each tile.
+//  - Q4_0/Q4_1/Q8_0 with more rows (prefill, decode batches past kGemvMaxRows): the
+//    activations are rounded to f16 once, tiles of weight rows are dequantized to f16 in
+//    a scratch buffer, and cuBLAS GemmEx multiplies them on the tensor cores with f32
+//    accumulation (llama.cpp's cuBLAS path does the same). Activations beyond f16's range
+//    saturate at +-65504.
 //  - A group of matrices applied to the same activations (Q, K, V; gate, up): one GEMV
-//    launch for all of them when each is quantized and m <= kGemvMaxRows, else one run
-//    each; the outputs are the same either way.
-// Activations stay f32 throughout (the CPU's int8 activation quantization does not
-// apply), so the result is the f32 reference product up to summation order.
+//    launch for all of them when each is quantized and m <= kGemvMaxRows, else one matmul
+//    each (the f16 activations converted once); the outputs are the same either way.
+// The GEMV and SGEMM keep activations f32 (the CPU's int8 activation quantization does
+// not apply): the f32 reference product up to summation order. The f16 GEMM is within
+// about 1e-3 of it relative to sum |w| |x| (one f16 rounding of each operand).
 #pragma once
 
 #include <cublas_v2.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -39,12 +44,16 @@ void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cuda
 // The same for `count` <= kMaxGroupedMatrices quantized matrices of one width, in one
 // launch: each output row is computed exactly as gemv_quantized computes it.
 void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream);
-// out[r - row_begin][c] = W[r][c] as f32, for r in [row_begin, row_end) (W quantized or F32).
-void dequantize_rows(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, float* out,
-                     cudaStream_t stream);
+// out[r - row_begin][c] = W[r][c] rounded to f16, for r in [row_begin, row_end) (W
+// quantized: every value is q * d of an f16 scale d, well inside f16's range).
+void dequantize_rows_half(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, __half* out,
+                          cudaStream_t stream);
+// out[i] = x[i] rounded to f16 for i < n, saturated at +-65504 (f16's largest finite
+// value) so that no activation becomes an infinity.
+void to_half_saturated(const float* x, std::int64_t n, __half* out, cudaStream_t stream);
 
-// The most device memory the dequantization scratch of a Matmul takes (one tile of
-// weight rows as f32).
+// The most device memory the weight-tile scratch of a Matmul takes (one tile of weight
+// rows as f16).
 inline constexpr std::size_t kMatmulScratchBytes = std::size_t(128) << 20;
 
 // Owns a cuBLAS handle and the dequantization scratch; one per engine (not thread-safe).
@@ -57,21 +66,33 @@ class Matmul {
 
   // Creates the cuBLAS handle on the current device, bound to `stream`.
   bool init(cudaStream_t stream, std::string* error);
-  // y: [m][w.rows], x: [m][w.cols] (f32, device, y must not alias x). False with `error`
-  // when cuBLAS or the scratch allocation fails.
+  // y: [m][w.rows], x: [m][w.cols] (f32, device, 16-byte aligned as device buffers are;
+  // y must not alias x). False with `error` when x is misaligned, or cuBLAS or the scratch
+  // allocation fails.
   bool run(const DeviceMatrix& w, const float* x, std::int64_t m, float* y, std::string* error);
   // run() for each target, on the same x (every w of x's width), grouped into one launch
   // where the GEMV applies to all of them.
   // (A pointer and a count: .cu files include this header as C++17, without std::span.)
   bool run_group(const MatmulTarget* targets, int count, const float* x, std::int64_t m, std::string* error);
 
+  // The most device memory a Matmul's scratch takes for products of up to `max_rows`
+  // activation rows of up to `max_cols` columns.
+  static std::size_t scratch_bytes(std::int64_t max_rows, std::int64_t max_cols) {
+    return kMatmulScratchBytes + std::size_t(max_rows * max_cols) * sizeof(__half);
+  }
+
  private:
   bool sgemm(const float* w, std::int64_t w_rows, std::int64_t cols, const float* x, std::int64_t m, float* y,
              std::int64_t ldy, std::string* error);
+  // x [m][cols] rounded to f16 into x_half_; null with `error` when it cannot be allocated.
+  const __half* activations_to_half(const float* x, std::int64_t m, std::int64_t cols, std::string* error);
+  // y [m][w.rows] = x_half * W^T through f16 tiles of W (W quantized) and cuBLAS GemmEx.
+  bool gemm_half(const DeviceMatrix& w, const __half* x_half, std::int64_t m, float* y, std::string* error);
 
   cublasHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  DeviceBuffer scratch_;  // one dequantized tile of weight rows, f32
+  DeviceBuffer weight_tile_;  // one dequantized tile of weight rows, f16
+  DeviceBuffer x_half_;       // the activations of a GEMM, f16
 };
 
 }  // namespace arbor::kernels::cuda

@@ -7,23 +7,31 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-// Output feature r of w for the m activation rows: lane l takes blocks l, l + 32, ...;
-// each block is dequantized once and multiplied with the m rows; then a warp reduction.
+// Output feature r of w for the m activation rows: lane l takes blocks l, l + 32, ...
+// (a warp's 32 lanes read 32 consecutive blocks' quants, 512 or 1024 contiguous bytes, in
+// 128-bit loads); each block is dequantized once and multiplied with the m rows, whose 32
+// values it reads in eight 128-bit loads (x is 16-byte aligned: a device buffer, rows of a
+// multiple of 32 floats); then a warp reduction.
 __device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
                          float* __restrict__ y) {
   const std::int64_t num_blocks = w.cols / 32;
-  const std::uint8_t* row = static_cast<const std::uint8_t*>(w.data) + r * (num_blocks * bytes_per_32(w.type));
   float acc[kGemvMaxRows] = {};
   float v[32];
   for (std::int64_t b = lane; b < num_blocks; b += 32) {
-    dequantize_block(w.type, row, b, v);
+    dequantize_block(w, r, b, v);
 #pragma unroll
     for (int i = 0; i < kGemvMaxRows; ++i) {
       if (i >= m) break;
-      const float* xb = x + std::int64_t(i) * w.cols + b * 32;
+      const auto* xb = reinterpret_cast<const float4*>(x + std::int64_t(i) * w.cols + b * 32);
       float s = 0.f;
 #pragma unroll
-      for (int j = 0; j < 32; ++j) s = fmaf(v[j], xb[j], s);
+      for (int j = 0; j < 8; ++j) {
+        const float4 x4 = xb[j];
+        s = fmaf(v[4 * j], x4.x, s);
+        s = fmaf(v[4 * j + 1], x4.y, s);
+        s = fmaf(v[4 * j + 2], x4.z, s);
+        s = fmaf(v[4 * j + 3], x4.w, s);
+      }
       acc[i] += s;
     }
   }
@@ -56,20 +64,23 @@ __global__ void gemv_group_kernel(TargetGroup group, const float* __restrict__ x
   }
 }
 
-// One thread per (row, block): 32 floats out.
-__global__ void dequantize_rows_kernel(DeviceMatrix w, std::int64_t row_begin, std::int64_t num_rows,
-                                       float* __restrict__ out) {
+// One thread per (row, block): 32 f16 values out.
+__global__ void dequantize_rows_half_kernel(DeviceMatrix w, std::int64_t row_begin, std::int64_t num_rows,
+                                            __half* __restrict__ out) {
   const std::int64_t num_blocks = w.cols / 32;
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= num_rows * num_blocks) return;
   const std::int64_t r = i / num_blocks, b = i % num_blocks;
-  const std::uint8_t* row =
-      static_cast<const std::uint8_t*>(w.data) + (row_begin + r) * (num_blocks * bytes_per_32(w.type));
   float v[32];
-  dequantize_block(w.type, row, b, v);
-  float* dst = out + r * w.cols + b * 32;
+  dequantize_block(w, row_begin + r, b, v);
+  __half* dst = out + r * w.cols + b * 32;
 #pragma unroll
-  for (int j = 0; j < 32; ++j) dst[j] = v[j];
+  for (int j = 0; j < 32; ++j) dst[j] = __float2half_rn(v[j]);
+}
+
+__global__ void to_half_saturated_kernel(const float* __restrict__ x, std::int64_t n, __half* __restrict__ out) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = __float2half_rn(fminf(fmaxf(x[i], -65504.f), 65504.f));
 }
 
 }  // namespace
@@ -91,13 +102,19 @@ void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x
   if (grid > 0) gemv_group_kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(group, x, m);
 }
 
-void dequantize_rows(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, float* out,
-                     cudaStream_t stream) {
+void dequantize_rows_half(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, __half* out,
+                          cudaStream_t stream) {
   const std::int64_t n = (row_end - row_begin) * (w.cols / 32);
   if (n <= 0) return;
   const int threads = 256;
-  dequantize_rows_kernel<<<unsigned((n + threads - 1) / threads), threads, 0, stream>>>(w, row_begin,
-                                                                                      row_end - row_begin, out);
+  dequantize_rows_half_kernel<<<unsigned((n + threads - 1) / threads), threads, 0, stream>>>(
+      w, row_begin, row_end - row_begin, out);
+}
+
+void to_half_saturated(const float* x, std::int64_t n, __half* out, cudaStream_t stream) {
+  if (n <= 0) return;
+  const int threads = 256;
+  to_half_saturated_kernel<<<unsigned((n + threads - 1) / threads), threads, 0, stream>>>(x, n, out);
 }
 
 }  // namespace arbor::kernels::cuda

@@ -20,11 +20,9 @@ __global__ void embed_kernel(DeviceMatrix table, const std::int32_t* __restrict_
     return;
   }
   const std::int64_t num_blocks = table.cols / 32;
-  const std::uint8_t* row =
-      static_cast<const std::uint8_t*>(table.data) + std::int64_t(tokens[r]) * num_blocks * bytes_per_32(table.type);
   float v[32];
   for (std::int64_t b = threadIdx.x; b < num_blocks; b += blockDim.x) {
-    dequantize_block(table.type, row, b, v);
+    dequantize_block(table, tokens[r], b, v);
     float* dst = out + std::int64_t(r) * table.cols + b * 32;
 #pragma unroll
     for (int j = 0; j < 32; ++j) dst[j] = v[j];

@@ -1,67 +1,68 @@
-// Device-side reads of ggml blocks (nvcc only). Values exactly as ggml's
-// dequantize_row_* (and kernels/cpu/dequantize.cpp) define them. Blocks are byte-packed
-// (18, 20, 34 bytes), so fields are read byte by byte: no alignment is assumed.
+// Device-side reads of quantized weight blocks in the device layout (device_matrix.hpp:
+// quants and scales in two planes; nvcc only). Values exactly as ggml's dequantize_row_*
+// (and kernels/cpu/dequantize.cpp) define them.
 #pragma once
 
 #include <cuda_fp16.h>
 
 #include <cstdint>
 
+#include "kernels/cuda/device_matrix.hpp"
 #include "kernels/ggml_types.hpp"
 
 namespace arbor::kernels::cuda {
 
-// Bytes of 32 consecutive values of a device matrix type (one quant block; 32 floats).
-__host__ __device__ __forceinline__ std::int64_t bytes_per_32(GgmlType type) {
-  switch (type) {
-    case GgmlType::Q4_0: return 18;
-    case GgmlType::Q4_1: return 20;
-    case GgmlType::Q8_0: return 34;
-    default: return 128;  // F32
-  }
-}
-
+// An f16 at a 2-byte aligned address.
 __device__ __forceinline__ float load_f16(const std::uint8_t* p) {
-  const unsigned short bits = static_cast<unsigned short>(p[0] | (p[1] << 8));
-  return __half2float(__ushort_as_half(bits));
+  return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
 }
 
-// The 32 values of quant block `block` of a row of `type` (Q4_0, Q4_1, Q8_0, or F32
-// where a "block" is 32 consecutive floats).
-__device__ __forceinline__ void dequantize_block(GgmlType type, const std::uint8_t* row, std::int64_t block,
+// Byte j (0..15) of 16 bytes read as one 128-bit load.
+__device__ __forceinline__ unsigned byte_of(const uint4& v, int j) {
+  const unsigned word = j < 4 ? v.x : j < 8 ? v.y : j < 12 ? v.z : v.w;
+  return (word >> (8 * (j % 4))) & 0xFFu;
+}
+
+// The 32 values of block `block` of row `row` of a quantized matrix (Q4_0, Q4_1, Q8_0):
+// its quants in one (Q4) or two (Q8_0) 128-bit loads, its scale(s) in one more.
+__device__ __forceinline__ void dequantize_block(const DeviceMatrix& w, std::int64_t row, std::int64_t block,
                                                  float out[32]) {
-  switch (type) {
+  const BlockPlanes planes = block_planes(w.type);
+  const std::int64_t blocks_per_row = w.cols / 32, index = row * blocks_per_row + block;
+  const auto* base = static_cast<const std::uint8_t*>(w.data);
+  const auto* quants = reinterpret_cast<const uint4*>(base + index * planes.quant_bytes);
+  const std::uint8_t* scale = base + w.rows * blocks_per_row * planes.quant_bytes + index * planes.scale_bytes;
+  switch (w.type) {
     case GgmlType::Q4_0: {
-      const std::uint8_t* b = row + block * 18;
-      const float d = load_f16(b);
+      const float d = load_f16(scale);
+      const uint4 q = quants[0];
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        out[j] = float(int(b[2 + j] & 0xF) - 8) * d;
-        out[j + 16] = float(int(b[2 + j] >> 4) - 8) * d;
+        const unsigned b = byte_of(q, j);
+        out[j] = float(int(b & 0xF) - 8) * d;
+        out[j + 16] = float(int(b >> 4) - 8) * d;
       }
       return;
     }
     case GgmlType::Q4_1: {
-      const std::uint8_t* b = row + block * 20;
-      const float d = load_f16(b), m = load_f16(b + 2);
+      const float d = load_f16(scale), m = load_f16(scale + 2);
+      const uint4 q = quants[0];
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        out[j] = float(b[4 + j] & 0xF) * d + m;
-        out[j + 16] = float(b[4 + j] >> 4) * d + m;
+        const unsigned b = byte_of(q, j);
+        out[j] = float(b & 0xF) * d + m;
+        out[j + 16] = float(b >> 4) * d + m;
       }
       return;
     }
-    case GgmlType::Q8_0: {
-      const std::uint8_t* b = row + block * 34;
-      const float d = load_f16(b);
+    default: {  // Q8_0
+      const float d = load_f16(scale);
+      const uint4 lo = quants[0], hi = quants[1];
 #pragma unroll
-      for (int j = 0; j < 32; ++j) out[j] = float(static_cast<std::int8_t>(b[2 + j])) * d;
-      return;
-    }
-    default: {  // F32
-      const float* f = reinterpret_cast<const float*>(row) + block * 32;
-#pragma unroll
-      for (int j = 0; j < 32; ++j) out[j] = f[j];
+      for (int j = 0; j < 16; ++j) {
+        out[j] = float(static_cast<std::int8_t>(byte_of(lo, j))) * d;
+        out[j + 16] = float(static_cast<std::int8_t>(byte_of(hi, j))) * d;
+      }
       return;
     }
   }

@@ -54,4 +54,22 @@ SharedPrefixPlan plan_shared_prefixes(std::span<const DecodeRowPages> rows, int 
   return plan;
 }
 
+void add_prefill_tiles(SharedPrefixPlan& plan, int first_row, int first_pos, int count) {
+  for (int i = 0; i + 1 < count; i += kSharedTileRows) {
+    const int rows = std::min(kSharedTileRows, count - i), length = first_pos + i + 1;  // rows >= 2
+    for (int k = 0; k < kSharedTileRows; ++k) {
+      plan.tile_rows.push_back(k < rows ? first_row + i + k : -1);
+      if (k < rows) plan.row_start[std::size_t(first_row + i + k)] = length;
+    }
+    plan.tile_length.push_back(length);
+    plan.max_tile_length = std::max(plan.max_tile_length, length);
+  }
+}
+
+int max_own_positions(const SharedPrefixPlan& plan, std::span<const std::int32_t> row_pos) {
+  int longest = 0;
+  for (std::size_t r = 0; r < row_pos.size(); ++r) longest = std::max(longest, row_pos[r] + 1 - plan.row_start[r]);
+  return longest;
+}
+
 }  // namespace arbor::kernels::cuda

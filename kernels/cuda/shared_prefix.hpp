@@ -1,6 +1,7 @@
-// Shared-prefix (cascade) planning for decode attention, on the host: which decode rows
-// of a step read the same leading KV pages, so that one pass over those pages serves
-// them all (kernels/cuda/attention.hpp).
+// Shared-prefix (cascade) planning for attention, on the host: which rows of a step read
+// the same leading positions, so that one pass over those positions' K/V serves them all
+// (kernels/cuda/attention.hpp): decode rows of sequences holding the same leading pages,
+// and consecutive prefill rows of one sequence.
 //
 // N sub-agents decoding over one SharedPrefix hold the same physical pages at the start
 // of their page tables (the radix tree hands every reader the owner's pages). Reading
@@ -27,9 +28,10 @@ struct DecodeRowPages {
 
 struct SharedPrefixPlan {
   // [num_tiles][kSharedTileRows] row indices, -1 after a tile's last row; a tile has at
-  // least 2 rows, all with the same first `tile_length[t]` positions' pages.
+  // least 2 rows, all with the same first `tile_length[t]` positions' pages (read through
+  // the first row's page table), each seeing all of them.
   std::vector<std::int32_t> tile_rows;
-  std::vector<std::int32_t> tile_length;  // [num_tiles], a whole number of pages
+  std::vector<std::int32_t> tile_length;  // [num_tiles]; a whole number of pages for decode tiles
   std::vector<std::int32_t> row_start;    // [num_rows]: the tile's length for a row in one, else 0
   int max_tile_length = 0;
   int num_tiles() const { return int(tile_length.size()); }
@@ -42,5 +44,17 @@ struct SharedPrefixPlan {
 // alone read everything in their own pass.
 SharedPrefixPlan plan_shared_prefixes(std::span<const DecodeRowPages> rows, int num_rows, int page_size,
                                       int min_pages = 1);
+
+// Adds to `plan` (from plan_shared_prefixes, over every row of the batch) the tiles of a
+// prefill run: `count` consecutive rows from batch row `first_row`, of
+// one sequence at positions first_pos, first_pos + 1, ... Each kSharedTileRows of them
+// share the positions their first row sees (0..its position), read once for the tile:
+// each row's own pass then covers at most kSharedTileRows - 1 positions, and a chunk of
+// n prefill rows reads its context ~n / kSharedTileRows times instead of n.
+void add_prefill_tiles(SharedPrefixPlan& plan, int first_row, int first_pos, int count);
+
+// Max over rows of row_pos + 1 - row_start: the longest own pass (row_pos: each row's
+// position, indexed by batch row).
+int max_own_positions(const SharedPrefixPlan& plan, std::span<const std::int32_t> row_pos);
 
 }  // namespace arbor::kernels::cuda

@@ -31,21 +31,26 @@ Result<void> cuda_ok(cudaError_t e, const char* what) {
 // A step's row metadata, built on the host and uploaded as one int32 array:
 // [tokens | positions | row_page | row_slot | row_table | logit_rows | page_table |
 //  tile_rows | tile_length | row_start | argmax_out] (tile_*, row_start: shared-prefix
-// tiles of the decode rows, kernels/cuda/shared_prefix.hpp; argmax_out: room for the
-// greedy rows' ids, written on the device). logit_rows lists the rows whose logits go
-// back to the host first, then the rows that only send back their argmax.
+// tiles of the decode rows and of each prefill run, kernels/cuda/shared_prefix.hpp;
+// argmax_out: room for the greedy rows' ids, written on the device). logit_rows lists the
+// rows whose logits go back to the host first, then the rows that only send back their
+// argmax.
 struct StepPlan {
   std::vector<std::int32_t> ints;
   int rows = 0, logit_rows = 0, argmax_rows = 0, max_positions = 0;
   std::size_t positions = 0, row_page = 0, row_slot = 0, row_table = 0, logit_row_ids = 0, page_table = 0;
   std::size_t tile_rows = 0, tile_length = 0, row_start = 0, argmax_out = 0;
-  int num_tiles = 0, max_tile_length = 0;
+  int num_tiles = 0, max_tile_length = 0, max_own_positions = 0;
 
   void build(std::span<const SequenceStep> batch, int page_size) {
     ints.clear();
     rows = logit_rows = argmax_rows = max_positions = 0;
     std::vector<std::int32_t> pos, page, slot, table, want, want_argmax, flat_pages;
     std::vector<cu::DecodeRowPages> decode_rows;
+    struct PrefillRun {
+      int first_row, first_pos, count;
+    };
+    std::vector<PrefillRun> prefill_runs;
     for (const SequenceStep& s : batch) {
       const int n = int(s.tokens.size());
       const int end = s.start_pos + n;
@@ -53,6 +58,7 @@ struct StepPlan {
       const int num_pages = (end + page_size - 1) / page_size;
       flat_pages.insert(flat_pages.end(), s.pages.begin(), s.pages.begin() + num_pages);
       if (n == 1) decode_rows.push_back({rows, s.start_pos, std::span(s.pages.data(), std::size_t(num_pages))});
+      if (n > 1) prefill_runs.push_back({rows, s.start_pos, n});
       for (int j = 0; j < n; ++j) {
         const int p = s.start_pos + j;
         ints.push_back(s.tokens[std::size_t(j)]);
@@ -69,9 +75,11 @@ struct StepPlan {
     argmax_rows = int(want_argmax.size());
     logit_rows = int(want.size()) + argmax_rows;
     want.insert(want.end(), want_argmax.begin(), want_argmax.end());
-    const cu::SharedPrefixPlan tiles = cu::plan_shared_prefixes(decode_rows, rows, page_size);
+    cu::SharedPrefixPlan tiles = cu::plan_shared_prefixes(decode_rows, rows, page_size);
+    for (const PrefillRun& run : prefill_runs) cu::add_prefill_tiles(tiles, run.first_row, run.first_pos, run.count);
     num_tiles = tiles.num_tiles();
     max_tile_length = tiles.max_tile_length;
+    max_own_positions = cu::max_own_positions(tiles, pos);
     auto append = [&](std::size_t& at, const std::vector<std::int32_t>& v) {
       at = ints.size();
       ints.insert(ints.end(), v.begin(), v.end());
@@ -126,11 +134,13 @@ class CudaEngine final : public Engine {
       return std::nullopt;
     }
     // The buffers reserve() grows to for the largest step (every row with logits, the
-    // whole context in attention), plus the dequantization tile, cuBLAS's workspace
-    // and the step metadata.
+    // whole context in attention), plus the matmul's scratch (weight tile, f16
+    // activations), cuBLAS's workspace and the step metadata.
     const StepSizes s = step_sizes(max_step_tokens, max_step_tokens, config_.context_length);
+    const std::size_t matmul_scratch =
+        cu::Matmul::scratch_bytes(max_step_tokens, std::max(config_.hidden, config_.ffn_dim));
     const std::size_t workspace =
-        5 * s.hidden + 2 * s.kv + 2 * s.ffn + s.logits + s.attention + cu::kMatmulScratchBytes + (64u << 20);
+        5 * s.hidden + 2 * s.kv + 2 * s.ffn + s.logits + s.attention + matmul_scratch + (64u << 20);
     if (free <= workspace) return 0;
     return std::size_t(double(free - workspace) * kDeviceKvFraction);
   }
@@ -191,6 +201,7 @@ class CudaEngine final : public Engine {
     a.head_dim = config_.head_dim;
     a.page_size = g.page_size;
     a.max_positions = plan_.max_positions;
+    a.max_own_positions = plan_.max_own_positions;
     a.scale = 1.f / std::sqrt(float(config_.head_dim));
     if (plan_.num_tiles > 0) {
       a.num_tiles = plan_.num_tiles;

@@ -39,9 +39,10 @@ Result<DeviceMatrix> CudaWeights::matrix(const kernels::WeightMatrix& w, const c
   const std::size_t row_bytes = kernels::row_bytes(type, w.cols);
   DeviceBuffer& buffer = buffers_.emplace_back();
   if (auto ok = reserve(buffer, row_bytes * std::size_t(w.rows), name); !ok) return std::unexpected(ok.error());
-  if (as_stored) {
-    if (auto ok = copy_to_device(buffer.data(), w.data, row_bytes * std::size_t(w.rows), name); !ok)
-      return std::unexpected(ok.error());
+  if (as_stored) {  // rearranged into the device layout (device_matrix.hpp) on the way
+    std::string error;
+    if (!kernels::cuda::upload_matrix(type, w.data, w.rows, w.cols, buffer, &error))
+      return fail(ErrorCode::internal, std::string("uploading '") + name + "': " + error);
   } else {  // dequantize on the host, a few MiB of rows at a time
     const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t(8) << 20) / (w.cols * 4));
     std::vector<float> rows(std::size_t(chunk * w.cols));

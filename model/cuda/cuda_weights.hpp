@@ -1,5 +1,6 @@
 // A Llama model's weights uploaded once to a CUDA device. Q4_0, Q4_1 and Q8_0 matrices
-// stay quantized (the GEMV reads them as stored); F32 ones are copied; F16, BF16, Q4_K
+// stay quantized (rearranged into the device layout of kernels/cuda/device_matrix.hpp:
+// quants and scales in two planes, for 128-bit loads); F32 ones are copied; F16, BF16, Q4_K
 // and Q6_K ones are dequantized to F32 on the host first (simpler than a kernel per
 // type; costs device memory: 4 bytes per value). Norm vectors are F32.
 #pragma once

@@ -199,4 +199,42 @@ TEST(CudaEmulator, SgemmTransposesAsCublasDoes) {
   cudaFree(dc);
 }
 
+// GemmEx reads f16 operands as f16 (values exactly representable there give the exact
+// product) and refuses what it does not emulate.
+TEST(CudaEmulator, GemmExReadsHalfOperands) {
+  const int m = 2, n = 3, k = 4;
+  std::vector<__half> a_stored(std::size_t(k * m));
+  std::vector<float> a_values(a_stored.size()), b_stored(std::size_t(k * n));
+  for (std::size_t i = 0; i < a_stored.size(); ++i) {
+    a_values[i] = float(i) * 0.25f - 1.f;
+    a_stored[i] = __float2half_rn(a_values[i]);
+  }
+  for (std::size_t i = 0; i < b_stored.size(); ++i) b_stored[i] = float(i % 3) + 0.5f;
+  ASSERT_TRUE(device_visible);
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  __half* da = device_copy(a_stored);
+  float* db = device_copy(b_stored);
+  float* dc = device_copy(std::vector<float>(std::size_t(m * n), NAN));
+  const float one = 1.f, zero = 0.f;
+  ASSERT_EQ(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, da, CUDA_R_16F, k, db, CUDA_R_32F, k, &zero,
+                         dc, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_SUCCESS);
+  const std::vector<float> c = host_copy(dc, std::size_t(m * n));
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float want = 0;
+      for (int p = 0; p < k; ++p) want += a_values[std::size_t(i * k + p)] * b_stored[std::size_t(j * k + p)];
+      EXPECT_FLOAT_EQ(c[std::size_t(j * m + i)], want) << i << "," << j;
+    }
+  EXPECT_EQ(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, da, CUDA_R_16F, k, db, CUDA_R_32F, k, &zero,
+                         dc, CUDA_R_16F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_NOT_SUPPORTED)
+      << "an f16 output";
+  cublasDestroy(handle);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+}
+
 }  // namespace

@@ -5,7 +5,7 @@
 // link it, and its device is visible only where ARBOR_CUDA_EMULATOR_DEVICES=1.
 //
 // What it models: the runtime API the backend uses (device memory, copies, streams,
-// errors, device properties), cublasSgemm, and kernels executed as CUDA defines them:
+// errors, device properties), cublasSgemm/GemmEx, and kernels executed as CUDA defines them:
 // every thread of a block is a fiber, so __syncthreads and warp shuffles are real
 // barriers, and a kernel that would deadlock or shuffle with an exited lane stops the
 // program with a message naming the launch. Blocks run on a few OS threads; streams are
@@ -102,6 +102,14 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+
+// ---- vector types (vector_types.h): what the kernels load 128 bits at a time ----------
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
 
 // ---- half precision (cuda_fp16.h) -----------------------------------------------------
 struct __half {
@@ -270,15 +278,19 @@ T atomicMax(T* address, T value) {
   return old;
 }
 
-// ---- cuBLAS (cublas_v2.h): the one call the backend makes -----------------------------
+// ---- cuBLAS (cublas_v2.h): the calls the backend makes -------------------------------
 enum cublasStatus_t {
   CUBLAS_STATUS_SUCCESS = 0,
   CUBLAS_STATUS_NOT_INITIALIZED = 1,
   CUBLAS_STATUS_INVALID_VALUE = 7,
   CUBLAS_STATUS_EXECUTION_FAILED = 13,
+  CUBLAS_STATUS_NOT_SUPPORTED = 15,
 };
 enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
 enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_16F = 2 };
+enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68 };
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
 struct cublasContext;
 using cublasHandle_t = cublasContext*;
 
@@ -291,3 +303,9 @@ const char* cublasGetStatusString(cublasStatus_t status);
 cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
                            int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
                            const float* beta, float* C, int ldc);
+// The same with A and B each f32 or f16 (products summed in f32, as the tensor cores do),
+// C f32, CUBLAS_COMPUTE_32F: what the backend's half-precision GEMM asks for.
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                            int k, const void* alpha, const void* A, cudaDataType_t Atype, int lda, const void* B,
+                            cudaDataType_t Btype, int ldb, const void* beta, void* C, cudaDataType_t Ctype, int ldc,
+                            cublasComputeType_t computeType, cublasGemmAlgo_t algo);

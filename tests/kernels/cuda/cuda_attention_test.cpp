@@ -33,8 +33,9 @@ struct Case {
   std::vector<Sequence> seqs;
 };
 
-// With `cascade`, the decode rows are planned into shared-prefix tiles (and the case
-// checks that it made some where sequences share pages).
+// With `cascade`, the rows are planned into shared-prefix tiles as the engine plans them
+// (decode rows by shared pages, each prefill run by consecutive rows), and the case
+// checks that it made some.
 void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
   std::mt19937 rng(seed);
   const int layers = 2, layer = 1;
@@ -103,10 +104,15 @@ void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
   // The decode rows' page tables, now that `tables` is complete.
   for (std::size_t k = 0; k < decode_rows.size(); ++k)
     decode_rows[k].pages = std::span(tables).subspan(table_at[decode_seqs[k]], k_ptrs[decode_seqs[k]].size());
-  const SharedPrefixPlan tiles =
-      cascade ? plan_shared_prefixes(decode_rows, total_rows, c.page_size) : SharedPrefixPlan{};
+  SharedPrefixPlan tiles;
   if (cascade) {
-    EXPECT_GT(tiles.num_tiles(), 0) << "no decode rows share pages";
+    tiles = plan_shared_prefixes(decode_rows, total_rows, c.page_size);
+    int first_row = 0;
+    for (const Sequence& s : c.seqs) {
+      if (s.num_rows > 1) add_prefill_tiles(tiles, first_row, s.first_pos, s.num_rows);
+      first_row += s.num_rows;
+    }
+    EXPECT_GT(tiles.num_tiles(), 0) << "no rows share positions";
   }
   auto d_tile_rows = to_device(tiles.tile_rows), d_tile_length = to_device(tiles.tile_length),
        d_row_start = to_device(tiles.row_start);
@@ -133,6 +139,7 @@ void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
   b.max_positions = max_positions;
   b.scale = 1.f / std::sqrt(float(c.head_dim));
   if (cascade) {
+    b.max_own_positions = max_own_positions(tiles, row_pos);
     b.num_tiles = tiles.num_tiles();
     b.max_tile_length = tiles.max_tile_length;
     b.tile_rows = d_tile_rows.as<std::int32_t>();
@@ -148,10 +155,13 @@ void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
       << " splits " << attention_splits(b);
 }
 
+// Prefill chunks, alone and with their rows in tiles of consecutive rows (the engine's
+// plan): 23 rows make two full tiles and one of 7, 14 one full and one of 6.
 TEST(CudaAttention, PrefillAfterACachedPrefixMatchesReference) {
   ARBOR_REQUIRE_CUDA();
-  for (int page_size : {1, 4, 16})
-    run_case({9, 3, 64, page_size, {{0, 23}, {37, 14}}}, 11 + std::uint32_t(page_size));
+  for (bool tiled : {false, true})
+    for (int page_size : {1, 4, 16})
+      run_case({9, 3, 64, page_size, {{0, 23}, {37, 14}}}, 11 + std::uint32_t(page_size), tiled);
 }
 
 TEST(CudaAttention, BatchedDecodeRowsOfManySequencesMatchReference) {
@@ -165,6 +175,8 @@ TEST(CudaAttention, LongContextsSplitAndMergeLikeOnePass) {
   ARBOR_REQUIRE_CUDA();
   run_case({32, 8, 128, 16, {{4000, 1}, {7000, 2}}}, 14);  // decode: splits of the context
   run_case({4, 1, 64, 16, {{1900, 300}}}, 15);              // a prefill chunk late in a long context
+  run_case({4, 1, 64, 16, {{1900, 300}}}, 15, true);        // the same in tiles: split shared passes
+  run_case({32, 8, 128, 16, {{7000, 2}, {0, 9}}}, 21, true);  // tiles from two positions of a long row
 }
 
 // N sub-agents decoding over one SharedPrefix: the rows share their first pages (some
@@ -177,7 +189,7 @@ TEST(CudaAttention, DecodeRowsSharingPrefixPagesReadThemOncePerTile) {
   seqs.push_back({380, 1, 10, 20});  // 20 pages of the 11th sequence (seq 0's 18, 2 of its own)
   seqs.push_back({40, 1, 0, 2});     // shares a short prefix only
   seqs.push_back({77, 1});           // shares nothing
-  seqs.push_back({64, 9, 0, 4});     // a prefill chunk over shared pages: not tiled
+  seqs.push_back({64, 9, 0, 4});     // a prefill chunk over shared pages: tiles of its own rows
   run_case({9, 3, 64, 16, seqs}, 16, true);
   run_case({32, 8, 128, 16, {{4000, 1}, {4003, 1, 0, 250}, {4100, 1, 0, 250}, {12, 1}}}, 17, true);  // splits too
   run_case({8, 2, 80, 4, {{21, 1}, {22, 1, 0, 5}, {23, 1, 0, 5}}}, 18, true);  // page 4, head_dim 80
@@ -210,6 +222,28 @@ TEST(SharedPrefixPlan, TilesRowsByTheirLongestCommonLeadingPages) {
   ASSERT_EQ(plan.num_tiles(), 2);
   EXPECT_EQ(plan.tile_length, (std::vector<std::int32_t>{64, 64}));
   EXPECT_EQ(plan.tile_rows[std::size_t(kSharedTileRows) + 3], -1);
+}
+
+// Prefill runs: tiles of kSharedTileRows consecutive rows sharing what their first row
+// sees; a last row alone is not tiled; the longest own pass is what is left per row.
+TEST(SharedPrefixPlan, PrefillRunsTileConsecutiveRows) {
+  SharedPrefixPlan plan = plan_shared_prefixes({}, 22, 16);
+  add_prefill_tiles(plan, 1, 100, kSharedTileRows + 3);  // rows 1..11 at positions 100..110
+  add_prefill_tiles(plan, 12, 0, kSharedTileRows + 1);   // rows 12..20 at 0..8: the last alone
+  ASSERT_EQ(plan.num_tiles(), 3);
+  EXPECT_EQ(plan.tile_length, (std::vector<std::int32_t>{101, 101 + kSharedTileRows, 1}));
+  EXPECT_EQ(plan.max_tile_length, 101 + kSharedTileRows);
+  EXPECT_EQ(plan.tile_rows[0], 1);
+  EXPECT_EQ(plan.tile_rows[std::size_t(kSharedTileRows)], 1 + kSharedTileRows);
+  EXPECT_EQ(plan.tile_rows[std::size_t(kSharedTileRows) + 3], -1);
+  EXPECT_EQ(plan.row_start[1 + kSharedTileRows - 1], 101);
+  EXPECT_EQ(plan.row_start[12 + kSharedTileRows], 0) << "the run's last row, alone";
+  EXPECT_EQ(plan.row_start[0], 0);
+  std::vector<std::int32_t> row_pos(22, 0);
+  for (int i = 0; i < kSharedTileRows + 3; ++i) row_pos[std::size_t(1 + i)] = 100 + i;
+  for (int i = 0; i <= kSharedTileRows; ++i) row_pos[std::size_t(12 + i)] = i;
+  row_pos[21] = 5;  // a decode row outside any tile: its whole context is its own
+  EXPECT_EQ(max_own_positions(plan, row_pos), kSharedTileRows + 1);  // row 20: positions 0..8 alone
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
-// The CUDA matmul (quantized GEMV for decode, dequantized tiles + cuBLAS for prefill,
-// SGEMM for F32) against the CPU's scalar reference, for every device type, odd row
-// counts, and activation counts on both sides of the GEMV/GEMM switch.
+// The CUDA matmul (quantized GEMV for decode, f16 tiles + cuBLAS GemmEx past
+// kGemvMaxRows rows, SGEMM for F32) against the CPU's scalar reference, for every device
+// type, odd row counts, and activation counts on both sides of the GEMV/GEMM switch.
 #include "kernels/cuda/matmul.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "cuda_test_util.hpp"
@@ -18,15 +19,19 @@ using kernels::testing::random_floats;
 using kernels::testing::random_weights;
 using testing::to_device;
 using testing::to_host;
+using testing::upload;
 
-// |got - want| within 1e-5 of the sum of |w| |x| over the row (what f32 summation in
-// another order can move) for every output.
+// |got - want| within `relative` of the sum of |w| |x| over the row for every output:
+// 1e-5 is what f32 summation in another order can move; 1.2e-3 adds one f16 rounding
+// (2^-11 relative) of each operand.
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& bound,
-                  const std::string& what) {
+                  float relative, const std::string& what) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
-    ASSERT_LE(std::abs(got[i] - want[i]), 1e-5f * bound[i] + 1e-6f) << what << " at " << i;
+    ASSERT_LE(std::abs(got[i] - want[i]), relative * bound[i] + 1e-6f) << what << " at " << i;
 }
+
+constexpr float kF32Tolerance = 1e-5f, kHalfTolerance = 1.2e-3f;
 
 // Each test runs on a device (skipped without one) with an initialised Matmul.
 class CudaMatmul : public ::testing::Test {
@@ -46,8 +51,8 @@ TEST_F(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
       const std::int64_t rows = 77;
       const auto bytes = random_weights(rng, type, rows, cols);
       const WeightMatrix host{type, bytes.data(), rows, cols};
-      auto d_w = to_device(bytes);
-      const DeviceMatrix w{type, d_w.data(), rows, cols};
+      DeviceBuffer d_w;
+      const DeviceMatrix w = upload(type, bytes, rows, cols, d_w);
       for (std::int64_t m : {1, 3, 8, 9, 37}) {
         const auto x = random_floats(rng, std::size_t(m * cols));
         auto d_x = to_device(x);
@@ -63,7 +68,8 @@ TEST_F(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
             bound[std::size_t(i * rows + r)] = b;
           }
         }
-        expect_close(to_host<float>(d_y, want.size()), want, bound,
+        const bool half_gemm = type != GgmlType::F32 && m > kGemvMaxRows;
+        expect_close(to_host<float>(d_y, want.size()), want, bound, half_gemm ? kHalfTolerance : kF32Tolerance,
                      std::string(type_name(type)) + " cols " + std::to_string(cols) + " m " + std::to_string(m));
       }
     }
@@ -82,8 +88,8 @@ TEST_F(CudaMatmul, AGroupGivesEachTargetItsOwnProduct) {
     std::vector<DeviceBuffer> weights;
     std::vector<DeviceMatrix> matrices;
     for (std::size_t t = 0; t < types.size(); ++t) {
-      weights.push_back(to_device(random_weights(rng, types[t], heights[t], cols)));
-      matrices.push_back({types[t], weights.back().data(), heights[t], cols});
+      matrices.push_back(upload(types[t], random_weights(rng, types[t], heights[t], cols), heights[t], cols,
+                                weights.emplace_back()));
     }
     for (std::int64_t m : {1, 5, 8, 9}) {
       SCOPED_TRACE("m " + std::to_string(m) + ", " + std::to_string(types.size()) + " targets");
@@ -110,16 +116,70 @@ TEST_F(CudaMatmul, TiledPrefillCoversEveryRow) {
   std::mt19937 rng(8);
   const std::int64_t rows = 33000, cols = 4096, m = 12;  // > 32 Mi floats of weights: two tiles
   const auto bytes = random_weights(rng, GgmlType::Q4_0, rows, cols);
-  auto d_w = to_device(bytes);
+  DeviceBuffer d_w;
+  const DeviceMatrix w = upload(GgmlType::Q4_0, bytes, rows, cols, d_w);
   const auto x = random_floats(rng, std::size_t(m * cols));
   auto d_x = to_device(x);
   DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
-  ASSERT_TRUE(mm.run(DeviceMatrix{GgmlType::Q4_0, d_w.data(), rows, cols}, d_x.as<float>(), m, d_y.as<float>(), &error))
-      << error;
+  ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_y.as<float>(), &error)) << error;
   std::vector<float> want(static_cast<std::size_t>(m * rows));
   cpu::matmul_reference(WeightMatrix{GgmlType::Q4_0, bytes.data(), rows, cols}, x.data(), m, want.data());
   const auto got = to_host<float>(d_y, want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-3f * (1.f + std::abs(want[i]))) << i;
+  // Within 1% of the outputs' RMS: f16 rounding moves them ~0.05% of it, a row of
+  // another tile or a row left unwritten ~100%.
+  double squares = 0;
+  for (float v : want) squares += double(v) * v;
+  const double tolerance = 0.01 * std::sqrt(squares / double(want.size()));
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tolerance) << i;
+}
+
+// Activations past f16's range saturate at +-65504 instead of becoming infinities (whose
+// products would turn the outputs into NaN), and the GEMM still sums in f32: outputs past
+// f16's range come out exact.
+TEST_F(CudaMatmul, HalfGemmSaturatesActivationsAndAccumulatesInF32) {
+  std::mt19937 rng(11);
+  const std::int64_t rows = 5, cols = 64, m = kGemvMaxRows + 1;
+  const auto bytes = random_weights(rng, GgmlType::Q8_0, rows, cols);
+  DeviceBuffer d_w;
+  const DeviceMatrix w = upload(GgmlType::Q8_0, bytes, rows, cols, d_w);
+  std::vector<float> x(std::size_t(m * cols), 1000.f);
+  x[0] = 1e6f;  // row 0, column 0: saturates to 65504
+  x[1] = -1e9f;
+  auto d_x = to_device(x);
+  DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
+  ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_y.as<float>(), &error)) << error;
+  const auto got = to_host<float>(d_y, std::size_t(m * rows));
+  std::vector<float> row(static_cast<std::size_t>(cols));
+  const WeightMatrix host{GgmlType::Q8_0, bytes.data(), rows, cols};
+  for (std::int64_t r = 0; r < rows; ++r) {
+    cpu::dequantize_row(host, r, row.data());
+    for (std::int64_t i = 0; i < m; ++i) {
+      double want = 0, bound = 0;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const double xc = i == 0 && c == 0 ? 65504.0 : i == 0 && c == 1 ? -65504.0 : 1000.0;
+        want += double(__half2float(__float2half_rn(row[std::size_t(c)]))) * xc;
+        bound += std::abs(double(row[std::size_t(c)]) * xc);
+      }
+      const float y = got[std::size_t(i * rows + r)];
+      ASSERT_TRUE(std::isfinite(y)) << "row " << i << " feature " << r;
+      EXPECT_NEAR(y, want, 1e-5 * bound + 1e-3) << "row " << i << " feature " << r;
+    }
+  }
+}
+
+// The GEMV reads activations 128 bits at a time: a pointer off that alignment is refused
+// with the reason instead of faulting on the device.
+TEST_F(CudaMatmul, MisalignedActivationsAreRefused) {
+  std::mt19937 rng(12);
+  DeviceBuffer d_w;
+  const DeviceMatrix w = upload(GgmlType::Q4_0, random_weights(rng, GgmlType::Q4_0, 4, 32), 4, 32, d_w);
+  auto d_x = to_device(random_floats(rng, 33));
+  DeviceBuffer d_y = to_device(std::vector<float>(4));
+  EXPECT_FALSE(mm.run(w, d_x.as<float>() + 1, 1, d_y.as<float>(), &error));
+  EXPECT_NE(error.find("16-byte aligned"), std::string::npos) << error;
+  const MatmulTarget target{w, d_y.as<float>()};
+  EXPECT_FALSE(mm.run_group(&target, 1, d_x.as<float>() + 1, 1, &error));
+  EXPECT_TRUE(mm.run(w, d_x.as<float>(), 1, d_y.as<float>(), &error)) << error;
 }
 
 }  // namespace

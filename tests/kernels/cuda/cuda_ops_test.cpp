@@ -29,11 +29,11 @@ TEST(CudaOps, EmbeddingMatchesDequantizedRows) {
     const std::int64_t vocab = 37, cols = 96;
     const auto bytes = random_weights(rng, type, vocab, cols);
     const std::vector<std::int32_t> tokens = {0, 36, 5, 5, 17};
-    auto d_table = to_device(bytes);
+    DeviceBuffer d_table;
+    const DeviceMatrix table = testing::upload(type, bytes, vocab, cols, d_table);
     auto d_tokens = to_device(tokens);
     DeviceBuffer d_out = to_device(std::vector<float>(tokens.size() * cols));
-    embed(DeviceMatrix{type, d_table.data(), vocab, cols}, d_tokens.as<std::int32_t>(), int(tokens.size()),
-          d_out.as<float>(), nullptr);
+    embed(table, d_tokens.as<std::int32_t>(), int(tokens.size()), d_out.as<float>(), nullptr);
     const auto got = to_host<float>(d_out, tokens.size() * cols);
     std::vector<float> want(tokens.size() * cols);
     for (std::size_t r = 0; r < tokens.size(); ++r)

@@ -1,5 +1,5 @@
 // Helpers for the cross-backend tests (each CUDA kernel against its CPU reference):
-// skip without a device, copy vectors to and from device memory.
+// skip without a device, copy vectors to and from device memory, upload a weight matrix.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/buffer.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/device_matrix.hpp"
 
 namespace arbor::kernels::cuda::testing {
 
@@ -43,6 +44,15 @@ std::vector<T> to_host(const DeviceBuffer& d, std::size_t n) {
     EXPECT_EQ(cudaMemcpy(host.data(), d.data(), n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
   }
   return host;
+}
+
+// A matrix in GGUF's layout (`bytes`) uploaded in the device layout, as the engine
+// uploads weights; `buffer` owns its memory.
+inline DeviceMatrix upload(GgmlType type, const std::vector<std::uint8_t>& bytes, std::int64_t rows,
+                           std::int64_t cols, DeviceBuffer& buffer) {
+  std::string error;
+  EXPECT_TRUE(upload_matrix(type, bytes.data(), rows, cols, buffer, &error)) << error;
+  return DeviceMatrix{type, buffer.data(), rows, cols};
 }
 
 // Largest |a - b| / (atol + rtol * |b|); <= 1 means within tolerance everywhere.
