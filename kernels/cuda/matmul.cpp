@@ -51,6 +51,10 @@ bool Matmul::sgemm(const float* w, std::int64_t w_rows, std::int64_t cols, const
 // Row-major y[m][w_rows] = x[m][cols] (f16) * tile[w_rows][cols]^T (f16), f32
 // accumulation and output, the same transposition as sgemm().
 bool Matmul::gemm_half(const DeviceMatrix& w, const __half* x_half, std::int64_t m, float* y, std::string* error) {
+  if (m <= kQuantizedGemmMaxRows) {
+    gemm_quantized(w, x_half, int(m), y, stream_);
+    return true;
+  }
   const std::int64_t tile = std::clamp<std::int64_t>(kTileHalves / w.cols, 1, w.rows);
   if (!weight_tile_.reserve(std::size_t(tile * w.cols) * sizeof(__half), error)) return false;
   const float one = 1.f, zero = 0.f;

@@ -3,16 +3,19 @@
 //  - Q4_0/Q4_1/Q8_0 with m <= kGemvMaxRows activation rows (decode): a GEMV kernel that
 //    dequantizes each weight block in registers and accumulates in f32; one warp per
 //    output feature, all m rows at once (the weights are read once per step).
-//  - Q4_0/Q4_1/Q8_0 with more rows (prefill, decode batches past kGemvMaxRows): the
-//    activations are rounded to f16 once, tiles of weight rows are dequantized to f16 in
-//    a scratch buffer, and cuBLAS GemmEx multiplies them on the tensor cores with f32
-//    accumulation (llama.cpp's cuBLAS path does the same). Activations beyond f16's range
-//    saturate at +-65504.
+//  - Q4_0/Q4_1/Q8_0 with more rows: the activations are rounded to f16 once (beyond
+//    f16's range they saturate at +-65504), then
+//    - up to kQuantizedGemmMaxRows rows (decode batches): a tensor-core GEMM kernel
+//      (WMMA, f16 products, f32 sums) that dequantizes the weights into shared memory
+//      stage by stage: the weights are read once, as in the GEMV;
+//    - more rows (prefill): tiles of weight rows are dequantized to f16 in a scratch
+//      buffer and cuBLAS GemmEx multiplies them (f32 accumulation; llama.cpp's cuBLAS
+//      path does the same), the tile's cost spread over many rows.
 //  - A group of matrices applied to the same activations (Q, K, V; gate, up): one GEMV
 //    launch for all of them when each is quantized and m <= kGemvMaxRows, else one matmul
 //    each (the f16 activations converted once); the outputs are the same either way.
 // The GEMV and SGEMM keep activations f32 (the CPU's int8 activation quantization does
-// not apply): the f32 reference product up to summation order. The f16 GEMM is within
+// not apply): the f32 reference product up to summation order. The f16 GEMMs are within
 // about 1e-3 of it relative to sum |w| |x| (one f16 rounding of each operand).
 #pragma once
 
@@ -30,6 +33,7 @@
 namespace arbor::kernels::cuda {
 
 inline constexpr int kGemvMaxRows = 8;
+inline constexpr int kQuantizedGemmMaxRows = 64;  // a multiple of 16 (WMMA fragments)
 inline constexpr int kMaxGroupedMatrices = 3;
 
 // One matrix of a group and where its product goes: y [m][w.rows].
@@ -44,6 +48,9 @@ void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cuda
 // The same for `count` <= kMaxGroupedMatrices quantized matrices of one width, in one
 // launch: each output row is computed exactly as gemv_quantized computes it.
 void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream);
+// y[i][r] = sum_c x[i][c] * W[r][c] for i < m <= kQuantizedGemmMaxRows, W quantized, x
+// f16 (16-byte aligned rows), on the tensor cores.
+void gemm_quantized(const DeviceMatrix& w, const __half* x, int m, float* y, cudaStream_t stream);
 // out[r - row_begin][c] = W[r][c] rounded to f16, for r in [row_begin, row_end) (W
 // quantized: every value is q * d of an f16 scale d, well inside f16's range).
 void dequantize_rows_half(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, __half* out,
@@ -86,7 +93,8 @@ class Matmul {
              std::int64_t ldy, std::string* error);
   // x [m][cols] rounded to f16 into x_half_; null with `error` when it cannot be allocated.
   const __half* activations_to_half(const float* x, std::int64_t m, std::int64_t cols, std::string* error);
-  // y [m][w.rows] = x_half * W^T through f16 tiles of W (W quantized) and cuBLAS GemmEx.
+  // y [m][w.rows] = x_half * W^T, W quantized and m > kGemvMaxRows: gemm_quantized up to
+  // kQuantizedGemmMaxRows rows, else f16 tiles of W and cuBLAS GemmEx.
   bool gemm_half(const DeviceMatrix& w, const __half* x_half, std::int64_t m, float* y, std::string* error);
 
   cublasHandle_t handle_ = nullptr;

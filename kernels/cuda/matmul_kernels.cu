@@ -1,4 +1,6 @@
-// Quantized GEMV and row dequantization (see matmul.hpp).
+// Quantized GEMV, tensor-core GEMM and row dequantization (see matmul.hpp).
+#include <mma.h>
+
 #include "kernels/cuda/matmul.hpp"
 #include "kernels/cuda/quant.cuh"
 
@@ -64,6 +66,84 @@ __global__ void gemv_group_kernel(TargetGroup group, const float* __restrict__ x
   }
 }
 
+// The tensor-core GEMM: a block of kGemmWarps warps takes kGemmTileRows output features
+// (16 per warp) and all m <= kQuantizedGemmMaxRows activation rows (one 16-wide
+// accumulator fragment per 16 rows), and walks the inner dimension kGemmDepth values (4
+// quant blocks) a stage: the stage's weight blocks are dequantized to f16 in shared memory
+// (two per thread), the activations' f16 values copied beside them in 128-bit loads, then
+// each warp multiplies its 16 rows by every fragment of activations in 16x16x16 WMMA steps
+// (f16 products, f32 sums). Past the last row or block the tiles hold zeros. The weights
+// are read once per call.
+constexpr int kGemmWarps = 2;
+constexpr int kGemmTileRows = 16 * kGemmWarps;
+constexpr int kGemmDepth = 128;
+constexpr int kGemmLd = kGemmDepth + 8;  // halves a tile row: 272 bytes, a multiple of 16
+constexpr int kGemmFragments = kQuantizedGemmMaxRows / 16;
+constexpr int kGemmThreads = 32 * kGemmWarps;
+
+// A stage's tiles and the block's results; WMMA pointers must be 256-bit aligned (every
+// tile size here is a multiple of 32 bytes).
+struct alignas(32) GemmShared {
+  __half weights[kGemmTileRows * kGemmLd];
+  __half acts[kQuantizedGemmMaxRows * kGemmLd];
+  float out[kGemmTileRows * kQuantizedGemmMaxRows];
+};
+
+__global__ void gemm_quantized_kernel(DeviceMatrix w, const __half* __restrict__ x, int m, float* __restrict__ y) {
+  namespace wmma = nvcuda::wmma;
+  __shared__ GemmShared shared;
+  __half* weights = shared.weights;
+  __half* acts = shared.acts;
+  float* out = shared.out;
+  const int warp = threadIdx.x / 32, tid = threadIdx.x, fragments = (m + 15) / 16;
+  const std::int64_t row0 = std::int64_t(blockIdx.x) * kGemmTileRows, num_blocks = w.cols / 32;
+  constexpr int kBlocksPerStage = kGemmDepth / 32, kChunksPerRow = kGemmDepth / 8;  // 8 halves a chunk
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kGemmFragments];
+#pragma unroll
+  for (int j = 0; j < kGemmFragments; ++j) wmma::fill_fragment(acc[j], 0.f);
+  for (std::int64_t b0 = 0; b0 < num_blocks; b0 += kBlocksPerStage) {
+    for (int e = tid; e < kGemmTileRows * kBlocksPerStage; e += kGemmThreads) {
+      const int r = e / kBlocksPerStage, k = e % kBlocksPerStage;
+      float v[32] = {};
+      if (row0 + r < w.rows && b0 + k < num_blocks) dequantize_block(w, row0 + r, b0 + k, v);
+      __half* dst = weights + r * kGemmLd + k * 32;
+#pragma unroll
+      for (int j = 0; j < 32; ++j) dst[j] = __float2half_rn(v[j]);
+    }
+    for (int e = tid; e < kQuantizedGemmMaxRows * kChunksPerRow; e += kGemmThreads) {
+      const int i = e / kChunksPerRow, chunk = e % kChunksPerRow;
+      uint4 v = {0u, 0u, 0u, 0u};
+      if (i < m && b0 + chunk / 4 < num_blocks)
+        v = *reinterpret_cast<const uint4*>(x + std::int64_t(i) * w.cols + b0 * 32 + chunk * 8);
+      *reinterpret_cast<uint4*>(acts + i * kGemmLd + chunk * 8) = v;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kGemmDepth; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+      wmma::load_matrix_sync(a, weights + warp * 16 * kGemmLd + kk, kGemmLd);
+#pragma unroll
+      for (int j = 0; j < kGemmFragments; ++j) {
+        if (j >= fragments) break;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
+        wmma::load_matrix_sync(b, acts + j * 16 * kGemmLd + kk, kGemmLd);
+        wmma::mma_sync(acc[j], a, b, acc[j]);
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int j = 0; j < kGemmFragments; ++j)
+    if (j < fragments)
+      wmma::store_matrix_sync(out + warp * 16 * kQuantizedGemmMaxRows + j * 16, acc[j], kQuantizedGemmMaxRows,
+                              wmma::mem_row_major);
+  __syncthreads();
+  for (int e = tid; e < kGemmTileRows * m; e += kGemmThreads) {
+    const int i = e / kGemmTileRows, r = e % kGemmTileRows;  // r fastest: contiguous writes of y's row i
+    if (row0 + r < w.rows) y[std::int64_t(i) * w.rows + row0 + r] = out[r * kQuantizedGemmMaxRows + i];
+  }
+}
+
 // One thread per (row, block): 32 f16 values out.
 __global__ void dequantize_rows_half_kernel(DeviceMatrix w, std::int64_t row_begin, std::int64_t num_rows,
                                             __half* __restrict__ out) {
@@ -100,6 +180,11 @@ void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x
   }
   const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   if (grid > 0) gemv_group_kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(group, x, m);
+}
+
+void gemm_quantized(const DeviceMatrix& w, const __half* x, int m, float* y, cudaStream_t stream) {
+  const unsigned grid = unsigned((w.rows + kGemmTileRows - 1) / kGemmTileRows);
+  if (grid > 0 && m > 0) gemm_quantized_kernel<<<grid, kGemmThreads, 0, stream>>>(w, x, m, y);
 }
 
 void dequantize_rows_half(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, __half* out,

@@ -1,7 +1,8 @@
 // The CUDA emulator against what CUDA defines: block barriers and shared memory, the
 // four warp shuffles, launch-configuration errors, a kernel that would hang or read an
-// exited lane (stops with a message), device-memory checks, half rounding and
-// cublasSgemm's column-major transpositions (against a naive row-major product).
+// exited lane (stops with a message), device-memory checks, half rounding, the warp
+// matrix functions, and cuBLAS's column-major transpositions (against a naive
+// row-major product).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 namespace {
 
@@ -235,6 +237,47 @@ TEST(CudaEmulator, GemmExReadsHalfOperands) {
   cudaFree(da);
   cudaFree(db);
   cudaFree(dc);
+}
+
+// One warp: c = a b + 1 for 16x16 f16 tiles, a row-major, b column-major (leading
+// dimension 24), stored row-major and column-major.
+__global__ void wmma_kernel(const __half* a, const __half* b, float* row_major_c, float* col_major_c) {
+  namespace wmma = nvcuda::wmma;
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 1.f);
+  wmma::load_matrix_sync(fa, a, 16);
+  wmma::load_matrix_sync(fb, b, 24);
+  wmma::mma_sync(acc, fa, fb, acc);
+  wmma::store_matrix_sync(row_major_c, acc, 16, wmma::mem_row_major);
+  wmma::store_matrix_sync(col_major_c, acc, 16, wmma::mem_col_major);
+}
+
+TEST(CudaEmulator, WarpMatrixFunctionsMultiplyWholeTiles) {
+  ASSERT_TRUE(device_visible);
+  std::vector<__half> a(256), b(16 * 24);
+  std::vector<float> av(256), bv(16 * 24);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = __float2half_rn(av[i] = float(int(i % 7) - 3) * 0.5f);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = __float2half_rn(bv[i] = float(int(i % 5) - 2) * 0.25f);
+  __half* da = device_copy(a);
+  __half* db = device_copy(b);
+  float* drow = device_copy(std::vector<float>(256, NAN));
+  float* dcol = device_copy(std::vector<float>(256, NAN));
+  wmma_kernel<<<1, 32>>>(da, db, drow, dcol);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto row = host_copy(drow, 256), col = host_copy(dcol, 256);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      float want = 1.f;
+      for (int k = 0; k < 16; ++k) want += av[std::size_t(i * 16 + k)] * bv[std::size_t(j * 24 + k)];
+      EXPECT_EQ(row[std::size_t(i * 16 + j)], want) << i << "," << j;
+      EXPECT_EQ(col[std::size_t(j * 16 + i)], want) << i << "," << j;
+    }
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(drow);
+  cudaFree(dcol);
 }
 
 }  // namespace

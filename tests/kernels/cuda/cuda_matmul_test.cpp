@@ -1,6 +1,7 @@
-// The CUDA matmul (quantized GEMV for decode, f16 tiles + cuBLAS GemmEx past
-// kGemvMaxRows rows, SGEMM for F32) against the CPU's scalar reference, for every device
-// type, odd row counts, and activation counts on both sides of the GEMV/GEMM switch.
+// The CUDA matmul (quantized GEMV for decode, the tensor-core GEMM up to
+// kQuantizedGemmMaxRows rows, f16 tiles + cuBLAS GemmEx past it, SGEMM for F32) against
+// the CPU's scalar reference, for every device type, odd row counts, and activation
+// counts on both sides of each switch.
 #include "kernels/cuda/matmul.hpp"
 
 #include <gtest/gtest.h>
@@ -53,7 +54,9 @@ TEST_F(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
       const WeightMatrix host{type, bytes.data(), rows, cols};
       DeviceBuffer d_w;
       const DeviceMatrix w = upload(type, bytes, rows, cols, d_w);
-      for (std::int64_t m : {1, 3, 8, 9, 37}) {
+      // GEMV (<= 8 rows), tensor-core GEMM (9..64, fragments partly and wholly past m),
+      // f16 tiles + cuBLAS (65 on).
+      for (std::int64_t m : {1, 3, 8, 9, 37, 64, 65, 100}) {
         const auto x = random_floats(rng, std::size_t(m * cols));
         auto d_x = to_device(x);
         DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
@@ -111,10 +114,11 @@ TEST_F(CudaMatmul, AGroupGivesEachTargetItsOwnProduct) {
   }
 }
 
-// Prefill rows of a matrix too large for one scratch tile go through several tiles.
+// Prefill rows (past the tensor-core GEMM) of a matrix too large for one scratch tile go
+// through several tiles.
 TEST_F(CudaMatmul, TiledPrefillCoversEveryRow) {
   std::mt19937 rng(8);
-  const std::int64_t rows = 33000, cols = 4096, m = 12;  // > 32 Mi floats of weights: two tiles
+  const std::int64_t rows = 17000, cols = 4096, m = kQuantizedGemmMaxRows + 1;  // > 64 Mi halves: two tiles
   const auto bytes = random_weights(rng, GgmlType::Q4_0, rows, cols);
   DeviceBuffer d_w;
   const DeviceMatrix w = upload(GgmlType::Q4_0, bytes, rows, cols, d_w);
@@ -138,31 +142,34 @@ TEST_F(CudaMatmul, TiledPrefillCoversEveryRow) {
 // f16's range come out exact.
 TEST_F(CudaMatmul, HalfGemmSaturatesActivationsAndAccumulatesInF32) {
   std::mt19937 rng(11);
-  const std::int64_t rows = 5, cols = 64, m = kGemvMaxRows + 1;
+  const std::int64_t rows = 5, cols = 64;
   const auto bytes = random_weights(rng, GgmlType::Q8_0, rows, cols);
   DeviceBuffer d_w;
   const DeviceMatrix w = upload(GgmlType::Q8_0, bytes, rows, cols, d_w);
-  std::vector<float> x(std::size_t(m * cols), 1000.f);
-  x[0] = 1e6f;  // row 0, column 0: saturates to 65504
-  x[1] = -1e9f;
-  auto d_x = to_device(x);
-  DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
-  ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_y.as<float>(), &error)) << error;
-  const auto got = to_host<float>(d_y, std::size_t(m * rows));
-  std::vector<float> row(static_cast<std::size_t>(cols));
   const WeightMatrix host{GgmlType::Q8_0, bytes.data(), rows, cols};
-  for (std::int64_t r = 0; r < rows; ++r) {
-    cpu::dequantize_row(host, r, row.data());
-    for (std::int64_t i = 0; i < m; ++i) {
-      double want = 0, bound = 0;
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const double xc = i == 0 && c == 0 ? 65504.0 : i == 0 && c == 1 ? -65504.0 : 1000.0;
-        want += double(__half2float(__float2half_rn(row[std::size_t(c)]))) * xc;
-        bound += std::abs(double(row[std::size_t(c)]) * xc);
+  for (const std::int64_t m : {kGemvMaxRows + 1, kQuantizedGemmMaxRows + 1}) {  // both f16 paths
+    SCOPED_TRACE("m " + std::to_string(m));
+    std::vector<float> x(std::size_t(m * cols), 1000.f);
+    x[0] = 1e6f;  // row 0, column 0: saturates to 65504
+    x[1] = -1e9f;
+    auto d_x = to_device(x);
+    DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
+    ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_y.as<float>(), &error)) << error;
+    const auto got = to_host<float>(d_y, std::size_t(m * rows));
+    std::vector<float> row(static_cast<std::size_t>(cols));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      cpu::dequantize_row(host, r, row.data());
+      for (std::int64_t i = 0; i < m; ++i) {
+        double want = 0, bound = 0;
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const double xc = i == 0 && c == 0 ? 65504.0 : i == 0 && c == 1 ? -65504.0 : 1000.0;
+          want += double(__half2float(__float2half_rn(row[std::size_t(c)]))) * xc;
+          bound += std::abs(double(row[std::size_t(c)]) * xc);
+        }
+        const float y = got[std::size_t(i * rows + r)];
+        ASSERT_TRUE(std::isfinite(y)) << "row " << i << " feature " << r;
+        EXPECT_NEAR(y, want, 1e-5 * bound + 1e-3) << "row " << i << " feature " << r;
       }
-      const float y = got[std::size_t(i * rows + r)];
-      ASSERT_TRUE(std::isfinite(y)) << "row " << i << " feature " << r;
-      EXPECT_NEAR(y, want, 1e-5 * bound + 1e-3) << "row " << i << " feature " << r;
     }
   }
 }
