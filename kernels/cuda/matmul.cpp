@@ -48,8 +48,8 @@ bool Matmul::sgemm(const float* w, std::int64_t w_rows, std::int64_t cols, const
                    "cublasSgemm", error);
 }
 
-// Row-major y[m][w_rows] = x[m][cols] (f16) * tile[w_rows][cols]^T (f16), f32
-// accumulation and output, the same transposition as sgemm().
+// Row-major y[m][w.rows] = x[m][cols] (f16) * W^T: the tensor-core kernel, or per tile
+// of W dequantized to f16, GemmEx with sgemm()'s transposition (f32 accumulation/output).
 bool Matmul::gemm_half(const DeviceMatrix& w, const __half* x_half, std::int64_t m, float* y, std::string* error) {
   if (m <= kQuantizedGemmMaxRows) {
     gemm_quantized(w, x_half, int(m), y, stream_);

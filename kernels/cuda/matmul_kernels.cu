@@ -97,7 +97,8 @@ __global__ void gemm_quantized_kernel(DeviceMatrix w, const __half* __restrict__
   float* out = shared.out;
   const int warp = threadIdx.x / 32, tid = threadIdx.x, fragments = (m + 15) / 16;
   const std::int64_t row0 = std::int64_t(blockIdx.x) * kGemmTileRows, num_blocks = w.cols / 32;
-  constexpr int kBlocksPerStage = kGemmDepth / 32, kChunksPerRow = kGemmDepth / 8;  // 8 halves a chunk
+  // A chunk: 8 halves, one 128-bit load; 4 of them a quant block.
+  constexpr int kBlocksPerStage = kGemmDepth / 32, kChunksPerRow = kGemmDepth / 8, kChunksPerBlock = 4;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kGemmFragments];
 #pragma unroll
   for (int j = 0; j < kGemmFragments; ++j) wmma::fill_fragment(acc[j], 0.f);
@@ -110,10 +111,10 @@ __global__ void gemm_quantized_kernel(DeviceMatrix w, const __half* __restrict__
 #pragma unroll
       for (int j = 0; j < 32; ++j) dst[j] = __float2half_rn(v[j]);
     }
-    for (int e = tid; e < kQuantizedGemmMaxRows * kChunksPerRow; e += kGemmThreads) {
+    for (int e = tid; e < fragments * 16 * kChunksPerRow; e += kGemmThreads) {  // rows the fragments read
       const int i = e / kChunksPerRow, chunk = e % kChunksPerRow;
       uint4 v = {0u, 0u, 0u, 0u};
-      if (i < m && b0 + chunk / 4 < num_blocks)
+      if (i < m && b0 + chunk / kChunksPerBlock < num_blocks)
         v = *reinterpret_cast<const uint4*>(x + std::int64_t(i) * w.cols + b0 * 32 + chunk * 8);
       *reinterpret_cast<uint4*>(acts + i * kGemmLd + chunk * 8) = v;
     }
