@@ -9,7 +9,8 @@
 #      engine (tiny, SmolLM2-shaped, Llama-3-8B-shaped), device selection, the runtime
 #      on cuda (cached == uncached, no page leaked after cancel);
 #   3. synthetic models: SmolLM2-135M shape (Q4_1) and Llama-3-8B shape (Q4_0);
-#   4. `arbor bench engine --device cuda` on both, `arbor bench workflow --device cuda
+#   4. `arbor bench engine --device cuda --prompt 512,4096 --batch 1,8,64` on both (the
+#      issue's prefill and aggregate-decode figures), `arbor bench workflow --device cuda
 #      --agents 1,8,64 --prefix-documents 4` (a ~4.2k-token SharedPrefix) on the SmolLM2
 #      shape.
 # Writes $OUT/device_check.json (every step: status, seconds, figures) and
@@ -94,9 +95,9 @@ if [ -x "$bin/arbor" ]; then
   run synth_smollm2 "" "$bin/arbor" synth-model --shape smollm2-135m --type q4_1 --out "$work/smollm2.gguf"
   run synth_llama3_8b "" "$bin/arbor" synth-model --shape llama3-8b --type q4_0 --out "$work/llama3-8b.gguf" \
     --layers "${ARBOR_DEVICE_LLAMA_LAYERS:-32}"
-  bench_engine() {  # MODEL REPS SHARED_BATCH JSON (shared-prefix decode: 4096-token prefix)
-    "$bin/arbor" bench engine --device cuda --model "$1" --reps "$2" --shared-prefix 4096 --shared-batch "$3" \
-      --json >"$4"
+  bench_engine() {  # MODEL REPS SHARED_BATCH JSON (pp512/pp4096, decode at batch 1/8/64; a 4096-token shared prefix)
+    "$bin/arbor" bench engine --device cuda --model "$1" --reps "$2" --prompt 512,4096 --batch 1,8,64 \
+      --shared-prefix 4096 --shared-batch "$3" --json >"$4"
   }
   run bench_engine_smollm2 "$out/bench_engine_smollm2.json" bench_engine "$work/smollm2.gguf" 3 32 \
     "$out/bench_engine_smollm2.json"

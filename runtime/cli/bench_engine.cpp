@@ -1,10 +1,12 @@
 // `arbor bench engine`: the llama-bench style figures of the forward engine on one
-// model: pp512 (prompt tokens/s), tg128 (batch-1 decode tokens/s), aggregate decode
-// tokens/s at batch 8, KV bytes per token and peak RSS; and decode of sub-agents over a
-// shared prefix: the prefix's pages shared (as readers of one cached SharedPrefix hold
-// them) against private copies of the same context, side by side.
+// model: ppN (prompt tokens/s, --prompt lengths, default 512), tg128 (batch-1 decode
+// tokens/s) and aggregate decode tokens/s at each --batch size (default 1,8), KV bytes
+// per token and peak RSS; and decode of sub-agents over a shared prefix: the prefix's
+// pages shared (as readers of one cached SharedPrefix hold them) against private copies
+// of the same context, side by side.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -40,9 +42,15 @@ std::vector<model::TokenId> random_tokens(int n, int vocab, std::uint32_t seed) 
   return t;
 }
 
+// Tokens/s, in the order of the lengths and batch sizes asked for.
 struct EngineFigures {
-  double pp512 = 0, tg128 = 0, batch8_aggregate = 0;
+  std::vector<double> prefill;  // per prompt length
+  std::vector<double> decode;   // aggregate, per batch size (batch 1: tg128)
 };
+
+// Decode steps measured at a batch size: llama-bench's tg128 at batch 1.
+int decode_steps(int batch) { return batch == 1 ? 128 : 32; }
+constexpr int kDecodePrompt = 16;
 
 struct SharedPrefixFigures {
   double shared = 0, private_copies = 0;  // aggregate decode tokens/s
@@ -71,7 +79,7 @@ Result<double> decode_and_release(model::Engine& engine, cache::PagePool& pool, 
 Result<double> decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab) {
   std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
   for (int i = 0; i < batch; ++i) {
-    auto prompt = random_tokens(16, vocab, 100 + std::uint32_t(i));
+    auto prompt = random_tokens(kDecodePrompt, vocab, 100 + std::uint32_t(i));
     if (auto r = model::prefill(engine, pool, seqs[std::size_t(i)], prompt, 512, model::LogitsMode::none); !r)
       return std::unexpected(r.error());
   }
@@ -111,26 +119,29 @@ Result<double> shared_prefix_decode_rate(model::Engine& engine, int vocab, int b
   return rate;
 }
 
-Result<EngineFigures> measure(model::Engine& engine, cache::PagePool& pool, int vocab, int reps) {
+Result<EngineFigures> measure(model::Engine& engine, cache::PagePool& pool, int vocab, int reps,
+                              const std::vector<int>& prompts, const std::vector<int>& batches) {
   EngineFigures f;
-  const auto prompt = random_tokens(512, vocab, 1);
-  for (int r = 0; r <= reps; ++r) {  // r == 0 warms up
-    model::KvSequence seq;
-    const auto t0 = Clock::now();
-    if (auto out = model::prefill(engine, pool, seq, prompt, 512, model::LogitsMode::last); !out)
-      return std::unexpected(out.error());
-    const double rate = 512.0 / seconds_since(t0);
-    model::release(seq, pool);
-    if (r > 0) f.pp512 += rate / reps;
+  f.prefill.assign(prompts.size(), 0.0);
+  f.decode.assign(batches.size(), 0.0);
+  for (std::size_t p = 0; p < prompts.size(); ++p) {
+    const auto prompt = random_tokens(prompts[p], vocab, 1);
+    for (int r = 0; r <= reps; ++r) {  // r == 0 warms up
+      model::KvSequence seq;
+      const auto t0 = Clock::now();
+      if (auto out = model::prefill(engine, pool, seq, prompt, 512, model::LogitsMode::last); !out)
+        return std::unexpected(out.error());
+      const double rate = prompts[p] / seconds_since(t0);
+      model::release(seq, pool);
+      if (r > 0) f.prefill[p] += rate / reps;
+    }
   }
-  for (int r = 0; r < reps; ++r) {
-    auto tg = decode_rate(engine, pool, 1, 128, vocab);
-    if (!tg) return std::unexpected(tg.error());
-    f.tg128 += *tg / reps;
-    auto b8 = decode_rate(engine, pool, 8, 32, vocab);
-    if (!b8) return std::unexpected(b8.error());
-    f.batch8_aggregate += *b8 / reps;
-  }
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      auto rate = decode_rate(engine, pool, batches[b], decode_steps(batches[b]), vocab);
+      if (!rate) return std::unexpected(rate.error());
+      f.decode[b] += *rate / reps;
+    }
   return f;
 }
 
@@ -140,6 +151,7 @@ namespace {
 
 struct BenchEngineOptions {
   int reps = 3;
+  std::string prompts = "512", batches = "1,8";
   int shared_prefix = 1024, shared_batch = 8;
   bool json = false;
   RuntimeOptions runtime;  // --model, --device, --threads, --precision
@@ -155,6 +167,11 @@ int bench_engine(const BenchEngineOptions& o) {
   if (!loaded) return std::fprintf(stderr, "arbor: %s\n", loaded.error().describe().c_str()), kExitInvalid;
   const model::Model& m = **loaded;
   const model::Device device = engine_device(config.device);
+  const std::vector<int> prompts = parse_integer_list(o.prompts), batches = parse_integer_list(o.batches);
+  const int longest_prompt = *std::max_element(prompts.begin(), prompts.end());
+  const int widest_batch = *std::max_element(batches.begin(), batches.end());
+  // The batch-1 rate every other batch is compared with, when measured.
+  const auto batch1 = std::find(batches.begin(), batches.end(), 1);
 
   // Both activation precisions side by side, in one process (the machine is noisy).
   std::vector<std::pair<std::string, EngineFigures>> results;
@@ -171,10 +188,12 @@ int bench_engine(const BenchEngineOptions& o) {
     geometry = (*engine)->kv_geometry(16);
     Result<EngineFigures> figures;
     {  // an engine's allocator holds one pool at a time (the CUDA one: one device region)
-      cache::PagePool pool(geometry, geometry.pages_for(1024) * 8, *(*engine)->page_allocator());
+      const int pages = geometry.pages_for(longest_prompt) +
+                        widest_batch * geometry.pages_for(kDecodePrompt + decode_steps(1));
+      cache::PagePool pool(geometry, pages, *(*engine)->page_allocator());
       if (pool.storage_error())
         return std::fprintf(stderr, "arbor: %s\n", pool.storage_error()->describe().c_str()), kExitFailed;
-      figures = measure(**engine, pool, m.config().vocab_size, reps);
+      figures = measure(**engine, pool, m.config().vocab_size, reps, prompts, batches);
     }
     if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
     // The activation precision is a CPU setting (its int8 matmuls): other devices keep
@@ -199,10 +218,21 @@ int bench_engine(const BenchEngineOptions& o) {
     nlohmann::json j = {{"model", m.config().name}, {"device", device_used}, {"device_info", device_info},
                         {"threads", threads},
                         {"kv_bytes_per_token", geometry.bytes_per_token()}, {"peak_rss_mb", peak_rss_mb}};
-    for (const auto& [name, f] : results)
-      j["precision"][name] = {{"pp512_tokens_per_s", f.pp512}, {"tg128_tokens_per_s", f.tg128},
-                              {"batch8_decode_tokens_per_s", f.batch8_aggregate},
-                              {"batch8_speedup", f.batch8_aggregate / f.tg128}};
+    for (const auto& [name, f] : results) {
+      nlohmann::json& figures = j["precision"][name];
+      for (std::size_t p = 0; p < prompts.size(); ++p)
+        figures["pp" + std::to_string(prompts[p]) + "_tokens_per_s"] = f.prefill[p];
+      for (std::size_t b = 0; b < batches.size(); ++b) {
+        const std::string batch = std::to_string(batches[b]);
+        if (batches[b] == 1) {
+          figures["tg128_tokens_per_s"] = f.decode[b];
+          continue;
+        }
+        figures["batch" + batch + "_decode_tokens_per_s"] = f.decode[b];
+        if (batch1 != batches.end())
+          figures["batch" + batch + "_speedup"] = f.decode[b] / f.decode[std::size_t(batch1 - batches.begin())];
+      }
+    }
     if (o.shared_prefix > 0)
       j["shared_prefix_decode"] = {{"prefix_tokens", o.shared_prefix},
                                    {"batch", o.shared_batch},
@@ -217,10 +247,18 @@ int bench_engine(const BenchEngineOptions& o) {
     std::printf("device           %s\n", device_info.c_str());
     for (const auto& [name, f] : results) {
       std::printf("[%s activations]\n", name.c_str());
-      std::printf("  pp512          %8.1f tokens/s\n", f.pp512);
-      std::printf("  tg128          %8.1f tokens/s\n", f.tg128);
-      std::printf("  decode batch 8 %8.1f tokens/s aggregate (%.2fx batch 1)\n", f.batch8_aggregate,
-                  f.batch8_aggregate / f.tg128);
+      for (std::size_t p = 0; p < prompts.size(); ++p)
+        std::printf("  %-14s %8.1f tokens/s\n", ("pp" + std::to_string(prompts[p])).c_str(), f.prefill[p]);
+      for (std::size_t b = 0; b < batches.size(); ++b) {
+        if (batches[b] == 1) {
+          std::printf("  tg128          %8.1f tokens/s\n", f.decode[b]);
+          continue;
+        }
+        std::printf("  decode batch %-2d%8.1f tokens/s aggregate", batches[b], f.decode[b]);
+        if (batch1 != batches.end())
+          std::printf(" (%.2fx batch 1)", f.decode[b] / f.decode[std::size_t(batch1 - batches.begin())]);
+        std::printf("\n");
+      }
     }
     if (o.shared_prefix > 0)
       std::printf("decode batch %d over a %d-token prefix (%s activations): %.1f tokens/s with its pages shared, "
@@ -245,6 +283,11 @@ Runner setup_bench_engine(CLI::App& app) {
       ->type_name("N")
       ->check(integer_in(1, 1000))
       ->capture_default_str();
+  app.add_option("--prompt", o->prompts, "prompt lengths of the prefill figures (ppN), a comma list")
+      ->type_name("N,N,...")
+      ->check(integer_list_in(1, 32768))
+      ->capture_default_str();
+  declare_bench_counts(app, "--batch", o->batches, "decode batch sizes (aggregate tokens/s; batch 1 is tg128)");
   app.add_option("--shared-prefix", o->shared_prefix,
                  "prefix tokens of the shared-prefix decode (sub-agents over one SharedPrefix: its pages shared vs "
                  "private copies); 0 skips it")

@@ -307,6 +307,8 @@ TEST(Cli, ABadValueNamesTheFlag) {
       {"serve --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
       {"bench engine --threads abc", "--threads: expects an integer in 0..4096, got 'abc'"},
       {"bench engine --shared-batch 0", "--shared-batch: expects an integer in 1..256, got '0'"},
+      {"bench engine --batch 1,65", "--batch: expects a comma list of integers in 1..64, got '65' in '1,65'"},
+      {"bench engine --prompt 0", "--prompt: expects a comma list of integers in 1..32768, got '0'"},
       {"bench workflow --prefix-documents 0", "--prefix-documents: expects an integer in 1..16, got '0'"},
       {"generate --prompt hi --temperature 1e999", "--temperature: expects a number in 0..100, got '1e999'"},
       {"generate --prompt hi --max-tokens many", "--max-tokens: expects an integer"},
@@ -557,6 +559,25 @@ TEST(Cli, BenchClusterComputesEachDocumentOnceWhenCacheAware) {
 // `arbor bench workflow --prefix-documents 2`: each prompt holds both parts of the
 // document (over 2,000 tokens of it), and with the cache the shared prefix is still
 // computed once (computed == ideal), without it once per agent.
+// The engine benchmark measures each prompt length and batch size asked for, each batch
+// against batch 1.
+TEST(Cli, BenchEngineMeasuresEachPromptLengthAndBatchSize) {
+  REQUIRE_ARBOR();
+  const Output o = run("bench engine --reps 1 --prompt 32,80 --batch 1,3 --shared-prefix 0 --precision fast --json");
+  ASSERT_EQ(o.status, 0) << o.out;
+  const auto j = nlohmann::json::parse(o.out);
+  const auto& f = j["precision"]["fast"];
+  for (const char* key : {"pp32_tokens_per_s", "pp80_tokens_per_s", "tg128_tokens_per_s",
+                          "batch3_decode_tokens_per_s", "batch3_speedup"}) {
+    ASSERT_TRUE(f.contains(key)) << key << " in " << o.out;
+    EXPECT_GT(f[key].get<double>(), 0.0) << key;
+  }
+  EXPECT_FALSE(f.contains("pp512_tokens_per_s")) << o.out;
+  EXPECT_FALSE(f.contains("batch8_decode_tokens_per_s")) << o.out;
+  EXPECT_NEAR(f["batch3_speedup"].get<double>(),
+              f["batch3_decode_tokens_per_s"].get<double>() / f["tg128_tokens_per_s"].get<double>(), 1e-9);
+}
+
 TEST(Cli, BenchWorkflowPrefixDocumentsLengthenTheSharedPrefix) {
   REQUIRE_ARBOR();
   const Output o = run("bench workflow --agents 2 --max-tokens 1 --prefix-documents 2 --json");
