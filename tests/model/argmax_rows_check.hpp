@@ -13,6 +13,7 @@
 
 #include "model/engine.hpp"
 #include "model/kv_sequence.hpp"
+#include "tests/max_abs_diff.hpp"
 
 namespace arbor::model::testing {
 
@@ -65,9 +66,7 @@ inline void expect_argmax_rows_follow_logits(Engine& engine, cache::PagePool& po
         EXPECT_GE(logits[id], best - tol) << "sequence " << i << ": argmax " << id << " is not its row's maximum";
       } else {
         const float* kept = with_argmax.logits.data() + (kept_row++) * std::size_t(vocab);
-        float worst = 0;
-        for (int v = 0; v < vocab; ++v) worst = std::max(worst, std::abs(kept[v] - logits[v]));
-        EXPECT_LE(worst, tol) << "sequence " << i << " row " << r << ": logits moved";
+        EXPECT_LE(::arbor::testing::max_abs_diff({kept, std::size_t(vocab)}, {logits, std::size_t(vocab)}), tol) << "sequence " << i << " row " << r << ": logits moved";
       }
     }
   }

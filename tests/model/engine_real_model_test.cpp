@@ -10,9 +10,12 @@
 #include "model/cpu_engine.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/model.hpp"
+#include "tests/max_abs_diff.hpp"
 
 namespace arbor::model {
 namespace {
+
+using ::arbor::testing::max_abs_diff;
 
 constexpr const char* kParagraph =
     "The history of the city begins with a small settlement on the river, where traders "
@@ -46,12 +49,6 @@ class RealModel : public ::testing::Test {
     EXPECT_TRUE(logits);
     release(seq, *pool_);
     return logits ? *logits : std::vector<float>{};
-  }
-
-  float max_abs_diff(std::span<const float> a, std::span<const float> b) {
-    float worst = 0.f;
-    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-    return worst;
   }
 
   static constexpr int kPageSize = 16;

@@ -10,6 +10,7 @@
 #include "cache/page_allocator.hpp"
 #include "cache/page_pool.hpp"
 #include "model/kv_sequence.hpp"
+#include "tests/max_abs_diff.hpp"
 #include "tests/model/argmax_rows_check.hpp"
 #include "tests/model/tiny_llama.hpp"
 
@@ -59,9 +60,7 @@ class TinyEngine : public ::testing::TestWithParam<int /*page size*/> {
 
 void expect_close(const std::vector<float>& a, const std::vector<float>& b, float tol) {
   ASSERT_EQ(a.size(), b.size());
-  float worst = 0.f;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  EXPECT_LT(worst, tol);
+  EXPECT_LT(::arbor::testing::max_abs_diff(a, b), tol);
 }
 
 TEST_P(TinyEngine, ChunkedPrefillMatchesNaiveForward) {

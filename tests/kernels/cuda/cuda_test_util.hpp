@@ -13,6 +13,7 @@
 #include "kernels/cuda/buffer.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/device_matrix.hpp"
+#include "tests/max_abs_diff.hpp"
 
 namespace arbor::kernels::cuda::testing {
 
@@ -55,13 +56,7 @@ inline DeviceMatrix upload(GgmlType type, const std::vector<std::uint8_t>& bytes
   return DeviceMatrix{type, buffer.data(), rows, cols};
 }
 
-// Largest |a - b| / (atol + rtol * |b|); <= 1 means within tolerance everywhere.
-inline double worst_ratio(const std::vector<float>& a, const std::vector<float>& b, double atol, double rtol) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / (atol + rtol * std::abs(double(b[i]))));
-  return worst;
-}
+// <= 1 means within tolerance everywhere (NaNs: infinite).
+using ::arbor::testing::worst_ratio;
 
 }  // namespace arbor::kernels::cuda::testing
