@@ -2,14 +2,21 @@
 // interleaved elements of the head (element lane + 32 j, j < kLanes), so q.k is a
 // per-lane partial dot and a warp reduction, and the weighted V sum stays in registers.
 // The kernels are instantiated for kLanes 2, 4 and 8 (head_dim up to 64, 128, 256) and
-// launched with the smallest that holds the head: registers scale with kLanes (a tile
-// of 8 rows holds 8 queries and 8 sums), so a 64-wide head does not pay for 256. The shared-prefix
-// pass is the same loop with the K/V element loaded once and used by every row of a tile.
+// launched with the smallest that holds the head: registers scale with kLanes, so a
+// 64-wide head does not pay for 256.
+//
+// A tile's shared pass: on tensor cores, one warp per (tile, head, split) holds the
+// tile's 16 queries in shared memory and takes 16 positions at a time (S = Q K^T, the
+// online softmax of S's rows by lane pairs, O = O * correction + P V); on CUDA cores, the
+// row loop above with each K/V element loaded once for 8 rows of the tile.
 //
 // Scratch: per (row, head), `slots` states of head_dim unnormalised sums then m and l:
 // first the row's own splits, then the shared part's splits (written only for rows in a
 // tile; the merge reads them only for those rows).
+#include <mma.h>
+
 #include <algorithm>
+#include <cstdint>
 
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/quant.cuh"
@@ -20,6 +27,9 @@ namespace {
 constexpr int kWarpsPerBlock = 4;
 constexpr int kMinPositionsPerSplit = 256;
 constexpr std::int64_t kTargetItems = std::int64_t(1) << 18;  // warps worth launching at most, roughly
+constexpr int kCoreTileRows = 8;  // rows of a tile per warp of the CUDA-core shared pass
+constexpr int kMmaRows = 16;      // the tensor-core tile: 16 queries x 16 positions x 16 elements
+static_assert(kSharedTileRows == kMmaRows && kSharedTileRows % kCoreTileRows == 0);
 
 struct Split {
   int num_splits, positions_per_split;
@@ -43,7 +53,9 @@ struct Plan {
 Plan plan_of(const PagedAttentionBatch& b) {
   const int own_positions = b.max_own_positions > 0 ? b.max_own_positions : b.max_positions;
   Plan p{split_positions(std::int64_t(b.num_rows) * b.num_q_heads, own_positions), {0, 1}};
-  if (b.num_tiles > 0) p.shared = split_positions(std::int64_t(b.num_tiles) * b.num_q_heads, b.max_tile_length);
+  // A tile's warp does a tile's worth of rows: fewer of them are enough.
+  if (b.num_tiles > 0)
+    p.shared = split_positions(std::int64_t(b.num_tiles) * b.num_q_heads * kSharedTileRows, b.max_tile_length);
   return p;
 }
 
@@ -151,38 +163,163 @@ __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* 
   st.store(state_at(scratch, b, r, h, s, plan.slots()), lane, b.head_dim);
 }
 
-// A tile's shared pass: positions of one split of the shared part, each K/V element
-// loaded once for every row of the tile.
+// A tile's shared pass on CUDA cores: positions of one split of the shared part for 8
+// rows of the tile, each K/V element loaded once for all of them.
 template <int kLanes>
 __global__ void attention_shared_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
   const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const Split split = plan.shared;
-  if (item >= std::int64_t(b.num_tiles) * b.num_q_heads * split.num_splits) return;
-  const auto [tile, h, s] = warp_item(item, b.num_q_heads, split.num_splits);
+  constexpr int kParts = kSharedTileRows / kCoreTileRows;
+  if (item >= std::int64_t(b.num_tiles) * kParts * b.num_q_heads * split.num_splits) return;
+  const auto [tile_part, h, s] = warp_item(item, b.num_q_heads, split.num_splits);
+  const int tile = tile_part / kParts;
   const int kv_head = h / (b.num_q_heads / b.num_kv_heads);
+  const std::int32_t* tile_rows = b.tile_rows + std::int64_t(tile) * kSharedTileRows;
+  const std::int32_t* rows = tile_rows + (tile_part % kParts) * kCoreTileRows;
+  if (rows[0] < 0) return;  // past the tile's last row
+  const int begin = s * split.positions_per_split;
+  const int end = min(b.tile_length[tile], begin + split.positions_per_split);
+
+  float q[kCoreTileRows][kLanes], k[kLanes], v[kLanes];
+  RowState<kLanes> st[kCoreTileRows];
+#pragma unroll
+  for (int i = 0; i < kCoreTileRows; ++i) {
+    if (rows[i] >= 0) load_q(b, rows[i], h, lane, q[i]);
+    st[i].reset();
+  }
+  const std::int32_t* table = b.page_table + b.row_table[tile_rows[0]];  // every row's table begins alike
+  for (int t = begin; t < end; ++t) {
+    load_kv(b, table, kv_head, t, lane, k, v);
+#pragma unroll
+    for (int i = 0; i < kCoreTileRows; ++i)
+      if (rows[i] >= 0) st[i].add(score_of(q[i], k, b.scale), v);  // the same rows for the whole warp
+  }
+#pragma unroll
+  for (int i = 0; i < kCoreTileRows; ++i)
+    if (rows[i] >= 0)
+      st[i].store(state_at(scratch, b, rows[i], h, plan.own.num_splits + s, plan.slots()), lane, b.head_dim);
+}
+
+// One warp's shared memory in the tensor-core pass, for heads of at most kDim elements
+// (rows kDim apart; every array 32-byte aligned, as the warp matrix functions require).
+template <int kDim>
+struct alignas(32) MmaTileShared {
+  __half q[kMmaRows * kDim];              // the tile's queries (rows past its last: zeros)
+  __half k[kMmaRows * kDim], v[kMmaRows * kDim];  // 16 positions' K and V (past the end: zeros)
+  float o[kMmaRows * kDim];               // each row's unnormalised weighted V sum
+  float s[kMmaRows * kMmaRows];           // scores of the 16 positions
+  __half p[kMmaRows * kMmaRows];          // their softmax weights
+};
+// Warps per block: ~44 KB of shared memory a block whatever the head width.
+template <int kLanes>
+constexpr int kMmaWarps = 8 / kLanes;
+
+// K and V of positions t0..t0 + 15 (zeros from `end` on) into shared memory, 8 elements
+// (16 bytes) a load.
+template <int kDim>
+__device__ void load_kv_block(const PagedAttentionBatch& b, const std::int32_t* table, int kv_head, int t0, int end,
+                              int lane, MmaTileShared<kDim>& sh) {
+  const int chunks = b.head_dim / 8;
+  for (int e = lane; e < kMmaRows * chunks; e += 32) {
+    const int j = e / chunks, c = e % chunks, t = t0 + j;
+    uint4 k = {0u, 0u, 0u, 0u}, v = {0u, 0u, 0u, 0u};
+    if (t < end) {
+      const std::uint16_t* page = b.kv_base + std::int64_t(table[t / b.page_size]) * b.elements_per_page;
+      const std::int64_t at = (std::int64_t(kv_head) * b.page_size + t % b.page_size) * b.head_dim + c * 8;
+      k = *reinterpret_cast<const uint4*>(page + b.k_offset + at);
+      v = *reinterpret_cast<const uint4*>(page + b.v_offset + at);
+    }
+    *reinterpret_cast<uint4*>(sh.k + j * kDim + c * 8) = k;
+    *reinterpret_cast<uint4*>(sh.v + j * kDim + c * 8) = v;
+  }
+}
+
+// A tile's shared pass on tensor cores: one warp per (tile, head, split). Lanes 2i and
+// 2i + 1 keep row i's running max m and sum l (the same values in both) and each scale
+// half of its 16 scores and of its output sums.
+template <int kLanes>
+__global__ void attention_shared_mma_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
+  namespace wmma = nvcuda::wmma;
+  constexpr int kDim = 32 * kLanes, kWarps = kMmaWarps<kLanes>;
+  __shared__ MmaTileShared<kDim> shared[kWarps];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t item = std::int64_t(blockIdx.x) * kWarps + warp;
+  const Split split = plan.shared;
+  if (item >= std::int64_t(b.num_tiles) * b.num_q_heads * split.num_splits) return;
+  MmaTileShared<kDim>& sh = shared[warp];
+  const auto [tile, h, s] = warp_item(item, b.num_q_heads, split.num_splits);
+  const int kv_head = h / (b.num_q_heads / b.num_kv_heads), dim = b.head_dim;
   const std::int32_t* rows = b.tile_rows + std::int64_t(tile) * kSharedTileRows;
   const int begin = s * split.positions_per_split;
   const int end = min(b.tile_length[tile], begin + split.positions_per_split);
 
-  float q[kSharedTileRows][kLanes], k[kLanes], v[kLanes];
-  RowState<kLanes> st[kSharedTileRows];
-#pragma unroll
-  for (int i = 0; i < kSharedTileRows; ++i) {
-    if (rows[i] >= 0) load_q(b, rows[i], h, lane, q[i]);
-    st[i].reset();
+  for (int e = lane; e < kMmaRows * dim; e += 32) {
+    const int i = e / dim, d = e % dim, r = rows[i];
+    const float x = r >= 0 ? b.q[(std::int64_t(r) * b.num_q_heads + h) * dim + d] : 0.f;
+    sh.q[i * kDim + d] = __float2half_rn(fminf(fmaxf(x, -65504.f), 65504.f));  // no infinities
+    sh.o[i * kDim + d] = 0.f;
   }
+  const int row = lane / 2, col0 = 8 * (lane % 2);  // this lane's row and first of 8 columns
+  float m = -INFINITY, l = 0.f;
   const std::int32_t* table = b.page_table + b.row_table[rows[0]];  // every row's table begins alike
-  for (int t = begin; t < end; ++t) {
-    load_kv(b, table, kv_head, t, lane, k, v);
+  for (int t0 = begin; t0 < end; t0 += kMmaRows) {
+    __syncwarp();  // the last block's K, V and P read by every lane
+    load_kv_block(b, table, kv_head, t0, end, lane, sh);
+    __syncwarp();
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> scores;
+    wmma::fill_fragment(scores, 0.f);
+    for (int d0 = 0; d0 < dim; d0 += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> qf;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> kf;  // K^T
+      wmma::load_matrix_sync(qf, sh.q + d0, kDim);
+      wmma::load_matrix_sync(kf, sh.k + d0, kDim);
+      wmma::mma_sync(scores, qf, kf, scores);
+    }
+    wmma::store_matrix_sync(sh.s, scores, kMmaRows, wmma::mem_row_major);
+    __syncwarp();
+    // Online softmax of this lane's 8 scores; position t0 < end keeps m finite.
+    float x[8], block_max = -INFINITY;
 #pragma unroll
-    for (int i = 0; i < kSharedTileRows; ++i)
-      if (rows[i] >= 0) st[i].add(score_of(q[i], k, b.scale), v);  // the same rows for the whole warp
+    for (int j = 0; j < 8; ++j) {
+      x[j] = t0 + col0 + j < end ? sh.s[row * kMmaRows + col0 + j] * b.scale : -INFINITY;
+      block_max = fmaxf(block_max, x[j]);
+    }
+    const float m_new = fmaxf(m, fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1)));
+    const float correction = expf(m - m_new);  // 0 on the first block (m = -inf)
+    float sum = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const __half p = __float2half_rn(expf(x[j] - m_new));
+      sh.p[row * kMmaRows + col0 + j] = p;
+      sum += __half2float(p);  // the weight the product uses
+    }
+    l = l * correction + sum + __shfl_xor_sync(0xffffffffu, sum, 1);
+    m = m_new;
+    for (int d = lane % 2; d < dim; d += 2) sh.o[row * kDim + d] *= correction;
+    __syncwarp();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pf;
+    wmma::load_matrix_sync(pf, sh.p, kMmaRows);
+    for (int d0 = 0; d0 < dim; d0 += 16) {
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vf;
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;
+      wmma::load_matrix_sync(vf, sh.v + d0, kDim);
+      wmma::load_matrix_sync(of, sh.o + d0, kDim, wmma::mem_row_major);
+      wmma::mma_sync(of, pf, vf, of);
+      wmma::store_matrix_sync(sh.o + d0, of, kDim, wmma::mem_row_major);
+    }
   }
-#pragma unroll
-  for (int i = 0; i < kSharedTileRows; ++i)
-    if (rows[i] >= 0)
-      st[i].store(state_at(scratch, b, rows[i], h, plan.own.num_splits + s, plan.slots()), lane, b.head_dim);
+  __syncwarp();
+  const int slot = plan.own.num_splits + s;
+  for (int e = lane; e < kMmaRows * dim; e += 32) {
+    const int i = e / dim, d = e % dim;
+    if (rows[i] >= 0) state_at(scratch, b, rows[i], h, slot, plan.slots())[d] = sh.o[i * kDim + d];
+  }
+  if (lane % 2 == 0 && rows[row] >= 0) {
+    float* state = state_at(scratch, b, rows[row], h, slot, plan.slots());
+    state[dim] = m;  // -inf (and l = 0) for a split with no position
+    state[dim + 1] = l;
+  }
 }
 
 // One warp per (row, head): out = sum_s u_s e^(m_s - M) / sum_s l_s e^(m_s - M) over the
@@ -220,7 +357,9 @@ __global__ void attention_merge_kernel(PagedAttentionBatch b, Plan plan, const f
   }
 }
 
-unsigned blocks_for(std::int64_t warps) { return unsigned((warps + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+unsigned blocks_for(std::int64_t warps, int warps_per_block = kWarpsPerBlock) {
+  return unsigned((warps + warps_per_block - 1) / warps_per_block);
+}
 
 // The three passes for heads of at most 32 * kLanes elements. (Kernel pointers first:
 // a template-id before <<< >>> would not survive the CUDA emulator's rewrite.)
@@ -228,12 +367,19 @@ template <int kLanes>
 void launch(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, cudaStream_t stream) {
   auto* split_kernel = &attention_split_kernel<kLanes>;
   auto* shared_kernel = &attention_shared_kernel<kLanes>;
+  auto* shared_mma_kernel = &attention_shared_mma_kernel<kLanes>;
   auto* merge_kernel = &attention_merge_kernel<kLanes>;
   const std::int64_t items = std::int64_t(batch.num_rows) * batch.num_q_heads;
   split_kernel<<<blocks_for(items * plan.own.num_splits), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
   if (plan.shared.num_splits > 0) {
     const std::int64_t tile_items = std::int64_t(batch.num_tiles) * batch.num_q_heads * plan.shared.num_splits;
-    shared_kernel<<<blocks_for(tile_items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+    if (shared_pass_uses_tensor_cores(batch)) {
+      constexpr int warps = kMmaWarps<kLanes>;
+      shared_mma_kernel<<<blocks_for(tile_items, warps), warps * 32, 0, stream>>>(batch, plan, scratch);
+    } else {
+      const std::int64_t warps = tile_items * (kSharedTileRows / kCoreTileRows);
+      shared_kernel<<<blocks_for(warps), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+    }
   }
   merge_kernel<<<blocks_for(items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
 }
@@ -245,6 +391,13 @@ int attention_splits(const PagedAttentionBatch& batch) { return plan_of(batch).o
 std::size_t attention_scratch_bytes(const PagedAttentionBatch& batch) {
   return std::size_t(batch.num_rows) * batch.num_q_heads * std::size_t(plan_of(batch).slots()) *
          std::size_t(batch.head_dim + 2) * sizeof(float);
+}
+
+bool shared_pass_uses_tensor_cores(const PagedAttentionBatch& b) {
+  // 16-byte K/V loads: every row of the pool starts at a multiple of 8 elements.
+  const bool aligned = reinterpret_cast<std::uintptr_t>(b.kv_base) % 16 == 0 && b.elements_per_page % 8 == 0 &&
+                       b.k_offset % 8 == 0 && b.v_offset % 8 == 0;
+  return b.head_dim % 16 == 0 && aligned;
 }
 
 void paged_attention(const PagedAttentionBatch& batch, float* scratch, cudaStream_t stream) {

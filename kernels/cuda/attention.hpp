@@ -14,6 +14,11 @@
 // once for all of them and leaves one (m, l, u) state per row, head and split of the
 // shared part; each row's own pass then covers row_start..row_pos, and the merge takes
 // both. Without tiles every row reads its whole context alone.
+//
+// The shared pass runs on tensor cores (flash attention: a tile's 16 queries against 16
+// positions at a time, scores and the weighted V sum as 16x16x16 f16 products summed in
+// f32) where the head is a multiple of 16 elements and the pool's rows are 16-byte
+// aligned; otherwise on CUDA cores, a warp per 8 rows of the tile.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -51,13 +56,17 @@ struct PagedAttentionBatch {
 };
 
 inline constexpr int kMaxHeadDim = 256;
-inline constexpr int kSharedTileRows = 8;  // decode rows per shared-prefix tile, at most
+inline constexpr int kSharedTileRows = 16;  // rows per shared-prefix tile, at most: one tensor-core tile
 
 // Splits of each row's positions for this batch (its own pass; the shared pass has its
 // own), and the scratch the split states of both need. For a bound before the tiles are
 // known, give num_tiles 1 and max_tile_length max_positions: no plan needs more.
 int attention_splits(const PagedAttentionBatch& batch);
 std::size_t attention_scratch_bytes(const PagedAttentionBatch& batch);
+
+// Whether the shared pass of `batch` runs on tensor cores (f16 queries and weights: see
+// above) rather than CUDA cores (f32 throughout).
+bool shared_pass_uses_tensor_cores(const PagedAttentionBatch& batch);
 
 // `scratch`: attention_scratch_bytes(batch) bytes of device memory.
 void paged_attention(const PagedAttentionBatch& batch, float* scratch, cudaStream_t stream);

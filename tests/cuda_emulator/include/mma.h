@@ -74,6 +74,13 @@ void load_matrix_sync(fragment<matrix_b, 16, 16, 16, T, Layout>& f, const T* p, 
     for (int k = 0; k < 16; ++k) f.x[c * 16 + k] = detail::at(p, ldm, row_major, k, detail::tile_col0() + c);
 }
 
+inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float>& f, const float* p, unsigned ldm,
+                             layout_t layout) {
+  detail::check_access(p, ldm, sizeof(float), "wmma::load_matrix_sync (accumulator)");
+  for (int n = 0; n < 8; ++n)
+    f.x[n] = detail::at(p, ldm, layout == mem_row_major, detail::tile_row(), detail::tile_col0() + n);
+}
+
 inline void fill_fragment(fragment<accumulator, 16, 16, 16, float>& f, float v) {
   for (float& e : f.x) e = v;
 }

@@ -150,18 +150,23 @@ void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
   std::string error;
   ASSERT_TRUE(scratch.reserve(attention_scratch_bytes(b), &error)) << error;
   paged_attention(b, scratch.as<float>(), nullptr);
-  EXPECT_LE(worst_ratio(to_host<float>(d_out, q.size()), want, 1e-5, 1e-4), 1.0)
+  // On tensor cores the shared pass rounds queries and softmax weights to f16 (11
+  // significant bits): errors near 1e-4 (seen: up to ~1.7e-4) on outputs of order 0.1; f32 elsewhere.
+  const bool f16 = cascade && shared_pass_uses_tensor_cores(b);
+  EXPECT_LE(worst_ratio(to_host<float>(d_out, q.size()), want, f16 ? 5e-4 : 1e-5, f16 ? 1e-3 : 1e-4), 1.0)
       << "heads " << c.q_heads << "/" << c.kv_heads << " head_dim " << c.head_dim << " page " << c.page_size
       << " splits " << attention_splits(b);
 }
 
 // Prefill chunks, alone and with their rows in tiles of consecutive rows (the engine's
-// plan): 23 rows make two full tiles and one of 7, 14 one full and one of 6.
+// plan): 40 rows make two full tiles and one of 8, 14 one partial tile.
 TEST(CudaAttention, PrefillAfterACachedPrefixMatchesReference) {
   ARBOR_REQUIRE_CUDA();
   for (bool tiled : {false, true})
     for (int page_size : {1, 4, 16})
-      run_case({9, 3, 64, page_size, {{0, 23}, {37, 14}}}, 11 + std::uint32_t(page_size), tiled);
+      run_case({9, 3, 64, page_size, {{0, 40}, {37, 14}}}, 11 + std::uint32_t(page_size), tiled);
+  // head_dim 40 (not a multiple of 16): tiles on CUDA cores, 8 rows a warp.
+  run_case({4, 2, 40, 4, {{5, 20}, {0, 11}}}, 22, true);
 }
 
 TEST(CudaAttention, BatchedDecodeRowsOfManySequencesMatchReference) {
@@ -227,23 +232,24 @@ TEST(SharedPrefixPlan, TilesRowsByTheirLongestCommonLeadingPages) {
 // Prefill runs: tiles of kSharedTileRows consecutive rows sharing what their first row
 // sees; a last row alone is not tiled; the longest own pass is what is left per row.
 TEST(SharedPrefixPlan, PrefillRunsTileConsecutiveRows) {
-  SharedPrefixPlan plan = plan_shared_prefixes({}, 22, 16);
-  add_prefill_tiles(plan, 1, 100, kSharedTileRows + 3);  // rows 1..11 at positions 100..110
-  add_prefill_tiles(plan, 12, 0, kSharedTileRows + 1);   // rows 12..20 at 0..8: the last alone
+  constexpr int kTile = kSharedTileRows, kFirst = 1, kSecond = kTile + 4, kDecode = 2 * kTile + 5;
+  SharedPrefixPlan plan = plan_shared_prefixes({}, kDecode + 1, 16);
+  add_prefill_tiles(plan, kFirst, 100, kTile + 3);  // rows 1.. at positions 100..
+  add_prefill_tiles(plan, kSecond, 0, kTile + 1);   // rows at 0..kTile: the last alone
   ASSERT_EQ(plan.num_tiles(), 3);
-  EXPECT_EQ(plan.tile_length, (std::vector<std::int32_t>{101, 101 + kSharedTileRows, 1}));
-  EXPECT_EQ(plan.max_tile_length, 101 + kSharedTileRows);
-  EXPECT_EQ(plan.tile_rows[0], 1);
-  EXPECT_EQ(plan.tile_rows[std::size_t(kSharedTileRows)], 1 + kSharedTileRows);
-  EXPECT_EQ(plan.tile_rows[std::size_t(kSharedTileRows) + 3], -1);
-  EXPECT_EQ(plan.row_start[1 + kSharedTileRows - 1], 101);
-  EXPECT_EQ(plan.row_start[12 + kSharedTileRows], 0) << "the run's last row, alone";
+  EXPECT_EQ(plan.tile_length, (std::vector<std::int32_t>{101, 101 + kTile, 1}));
+  EXPECT_EQ(plan.max_tile_length, 101 + kTile);
+  EXPECT_EQ(plan.tile_rows[0], kFirst);
+  EXPECT_EQ(plan.tile_rows[std::size_t(kTile)], kFirst + kTile);
+  EXPECT_EQ(plan.tile_rows[std::size_t(kTile) + 3], -1);
+  EXPECT_EQ(plan.row_start[kFirst + kTile - 1], 101);
+  EXPECT_EQ(plan.row_start[kSecond + kTile], 0) << "the run's last row, alone";
   EXPECT_EQ(plan.row_start[0], 0);
-  std::vector<std::int32_t> row_pos(22, 0);
-  for (int i = 0; i < kSharedTileRows + 3; ++i) row_pos[std::size_t(1 + i)] = 100 + i;
-  for (int i = 0; i <= kSharedTileRows; ++i) row_pos[std::size_t(12 + i)] = i;
-  row_pos[21] = 5;  // a decode row outside any tile: its whole context is its own
-  EXPECT_EQ(max_own_positions(plan, row_pos), kSharedTileRows + 1);  // row 20: positions 0..8 alone
+  std::vector<std::int32_t> row_pos(kDecode + 1, 0);
+  for (int i = 0; i < kTile + 3; ++i) row_pos[std::size_t(kFirst + i)] = 100 + i;
+  for (int i = 0; i <= kTile; ++i) row_pos[std::size_t(kSecond + i)] = i;
+  row_pos[kDecode] = 5;  // a decode row outside any tile: its whole context is its own
+  EXPECT_EQ(max_own_positions(plan, row_pos), kTile + 1);  // the second run's last row: 0..kTile alone
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "cache/page_pool.hpp"
 #include "tests/kernels/cuda/cuda_test_util.hpp"
+#include "tests/max_abs_diff.hpp"
 #include "model/cpu_engine.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/synthetic_model.hpp"
@@ -23,6 +24,8 @@
 
 namespace arbor::model {
 namespace {
+
+using ::arbor::testing::max_abs_diff;
 
 // A model held in memory: the bytes, the parsed file, config and weights.
 struct Loaded {
@@ -54,13 +57,6 @@ std::unique_ptr<Loaded> synthetic(const std::string& shape_name, int layers, ker
   auto writer = synthetic_llama(*shape, type, 42);
   EXPECT_TRUE(writer) << writer.error().message;
   return load(writer->serialize());
-}
-
-float max_abs_diff(std::span<const float> a, std::span<const float> b) {
-  EXPECT_EQ(a.size(), b.size());
-  float worst = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
-  return worst;
 }
 
 std::vector<TokenId> random_tokens(int n, int vocab, std::uint32_t seed) {
@@ -132,12 +128,15 @@ void compare_backends(const Loaded& m, int page_size, int prompt, int chunk, int
   EXPECT_EQ(gpu.pool->num_used(), 0);
 }
 
+// F32 weights: f32 matmuls on both sides; the prefill chunks' attention tiles round
+// queries and softmax weights to f16 on the device (tensor cores): logits of this model
+// span -32..56 and move by up to ~4e-3 (~1e-4 of that range; f32 attention: < 1e-3).
 TEST(CudaEngine, TinyF32ModelMatchesCpuAtEveryPageSize) {
   ARBOR_REQUIRE_CUDA();
   auto m = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
   for (int page_size : {1, 4, 16}) {
     SCOPED_TRACE("page size " + std::to_string(page_size));
-    compare_backends(*m, page_size, 45, 13, 6, 1e-3f);
+    compare_backends(*m, page_size, 45, 13, 6, 1e-2f);
   }
 }
 
