@@ -84,6 +84,10 @@ cublasStatus_t gemm(const char* name, cublasHandle_t handle, cublasOperation_t t
                     int m, int n, int k, float al, const TA* A, int lda, const TB* B, int ldb, float be, float* C,
                     int ldc) {
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (cuda_emulator::capturing(handle->stream)) {  // cuBLAS may allocate in a capture: not emulated
+    cuda_emulator::refuse_in_capture(handle->stream, name);
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
   const int a_rows = transa == CUBLAS_OP_N ? m : k, b_rows = transb == CUBLAS_OP_N ? k : n;
   if (m < 0 || n < 0 || k < 0 || lda < std::max(1, a_rows) || ldb < std::max(1, b_rows) || ldc < std::max(1, m))
     return CUBLAS_STATUS_INVALID_VALUE;

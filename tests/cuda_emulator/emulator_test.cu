@@ -1,7 +1,7 @@
 // The CUDA emulator against what CUDA defines: block barriers and shared memory, the
 // four warp shuffles, launch-configuration errors, a kernel that would hang or read an
-// exited lane (stops with a message), device-memory checks, half rounding, the warp
-// matrix functions, and cuBLAS's column-major transpositions (against a naive
+// exited lane (stops with a message), device-memory checks, stream capture into graphs,
+// half rounding, the warp matrix functions, and cuBLAS's column-major transpositions (against a naive
 // row-major product).
 #include <gtest/gtest.h>
 
@@ -154,6 +154,73 @@ TEST(CudaEmulator, CopiesCheckWhichSideIsDeviceMemory) {
   EXPECT_EQ(cudaMalloc(&huge, std::size_t(1) << 40), cudaErrorMemoryAllocation);
   EXPECT_EQ(huge, nullptr);
   cudaGetLastError();
+}
+
+__global__ void add_kernel(int* out, int value) { out[threadIdx.x] += value; }
+
+// A capture runs nothing; each launch of the graph runs every recorded operation, with
+// the arguments they had when captured; an update with the same kinds of nodes swaps in
+// new arguments, one with other nodes is refused.
+TEST(CudaEmulator, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
+  int* d = device_copy(std::vector<int>(4, 0));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  auto capture = [&](int value, bool with_memset) {
+    EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+    add_kernel<<<1, 4, 0, stream>>>(d, value);
+    if (with_memset) {
+      EXPECT_EQ(cudaMemsetAsync(d, 0, sizeof(int), stream), cudaSuccess);
+    }
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    return graph;
+  };
+  cudaGraph_t first = capture(5, false);
+  EXPECT_EQ(host_copy(d, 4), std::vector<int>(4, 0)) << "captured work ran at capture";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, first), cudaSuccess);
+  const std::uint64_t graphs = cuda_emulator::graphs_launched();
+  EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(host_copy(d, 4), std::vector<int>(4, 10));
+  EXPECT_EQ(cuda_emulator::graphs_launched(), graphs + 2);
+  cudaGraph_t second = capture(1, false);
+  cudaGraphExecUpdateResultInfo info{};
+  EXPECT_EQ(cudaGraphExecUpdate(exec, second, &info), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(host_copy(d, 4), std::vector<int>(4, 11));
+  cudaGraph_t third = capture(1, true);  // one node more
+  EXPECT_EQ(cudaGraphExecUpdate(exec, third, &info), cudaErrorGraphExecUpdateFailure);
+  EXPECT_EQ(info.result, cudaGraphExecUpdateErrorTopologyChanged);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorGraphExecUpdateFailure);
+  for (cudaGraph_t g : {first, second, third}) cudaGraphDestroy(g);
+  cudaGraphExecDestroy(exec);
+  cudaStreamDestroy(stream);
+  cudaFree(d);
+}
+
+// What a capture cannot hold invalidates it: its end fails and leaves no graph.
+TEST(CudaEmulator, ACaptureRefusesHostCopiesAndWaits) {
+  int* d = device_copy(std::vector<int>(4, 0));
+  std::vector<int> host(4);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (int refused = 0; refused < 2; ++refused) {
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+    EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaErrorIllegalState);
+    const cudaError_t e = refused == 0
+                              ? cudaMemcpyAsync(host.data(), d, sizeof(int), cudaMemcpyDeviceToHost, stream)
+                              : cudaStreamSynchronize(stream);
+    EXPECT_EQ(e, cudaErrorStreamCaptureUnsupported);
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaErrorStreamCaptureInvalidated);
+    EXPECT_EQ(graph, nullptr);
+  }
+  cudaGraph_t none = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream, &none), cudaErrorIllegalState) << "no capture to end";
+  cudaGetLastError();
+  cudaStreamDestroy(stream);
+  cudaFree(d);
 }
 
 TEST(CudaEmulator, HalfConversionRoundsToNearestEven) {

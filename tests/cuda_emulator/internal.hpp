@@ -2,8 +2,22 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "cuda_emulator.hpp"
+
+// A graph node: work recorded from a stream, and its kind ("kernel", "memcpy", ...).
+struct GraphNode {
+  std::string kind;
+  std::function<void()> work;
+};
+
+struct CUstream_st {
+  unsigned flags = 0;
+  bool capturing = false, capture_invalidated = false;
+  std::vector<GraphNode> captured;  // while capturing
+};
 
 namespace cuda_emulator {
 

@@ -9,10 +9,6 @@
 
 #include "internal.hpp"
 
-struct CUstream_st {
-  unsigned flags = 0;
-};
-
 namespace cuda_emulator {
 namespace {
 
@@ -81,6 +77,10 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorGraphExecUpdateFailure: return "cudaErrorGraphExecUpdateFailure";
   }
   return "cudaErrorUnknown";
 }
@@ -95,6 +95,11 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorGraphExecUpdateFailure: return "the graph update was not performed because it included changes "
+                                                 "which violated constraints specific to instantiated graph update";
   }
   return "unknown error";
 }
@@ -194,7 +199,14 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  if (cuda_emulator::capturing(stream)) {
+    if (kind != cudaMemcpyDeviceToDevice)
+      return cuda_emulator::refuse_in_capture(stream, "a copy from or to host memory");
+    cuda_emulator::record(stream, "memcpy", [=] { cudaMemcpy(dst, src, bytes, kind); });
+    return cudaSuccess;
+  }
   return cudaMemcpy(dst, src, bytes, kind);
 }
 
@@ -205,14 +217,19 @@ cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t stream) {
+  if (cuda_emulator::capturing(stream)) {
+    cuda_emulator::record(stream, "memset", [=] { cudaMemset(dst, value, bytes); });
+    return cudaSuccess;
+  }
   return cudaMemset(dst, value, bytes);
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   auto& m = cuda_emulator::memory();
   std::lock_guard lock(m.mutex);
-  *stream = new CUstream_st{flags};
+  *stream = new CUstream_st;
+  (*stream)->flags = flags;
   m.streams.insert(*stream);
   return cudaSuccess;
 }
@@ -227,5 +244,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
-// Work is done when it is issued: every stream is always idle.
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+// Work is done when it is issued: every stream is always idle (a capturing one cannot
+// be waited for).
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (cuda_emulator::capturing(stream)) return cuda_emulator::refuse_in_capture(stream, "cudaStreamSynchronize");
+  return cudaSuccess;
+}

@@ -5,7 +5,7 @@
 // link it, and its device is visible only where ARBOR_CUDA_EMULATOR_DEVICES=1.
 //
 // What it models: the runtime API the backend uses (device memory, copies, streams,
-// errors, device properties), cublasSgemm/GemmEx, and kernels executed as CUDA defines them:
+// stream capture into graphs, errors, device properties), cublasSgemm/GemmEx, and kernels executed as CUDA defines them:
 // every thread of a block is a fiber, so __syncthreads and warp shuffles are real
 // barriers, and a kernel that would deadlock or shuffle with an exited lane stops the
 // program with a message naming the launch. Blocks run on a few OS threads; streams are
@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -49,6 +50,10 @@ enum cudaError_t {
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
+  cudaErrorIllegalState = 401,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorGraphExecUpdateFailure = 910,
 };
 using cudaError = cudaError_t;
 
@@ -102,6 +107,40 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+
+// ---- graphs: stream capture, instantiation, update, launch ------------------------------
+// Work issued to a capturing stream is recorded, not run; a graph launch runs it in
+// order. Host<->device copies and cuBLAS calls on a capturing stream are refused (they
+// invalidate the capture), as is synchronizing it.
+struct CUgraph_st;
+struct CUgraphExec_st;
+struct CUgraphNode_st;
+using cudaGraph_t = CUgraph_st*;
+using cudaGraphExec_t = CUgraphExec_st*;
+using cudaGraphNode_t = CUgraphNode_st*;
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+enum cudaGraphExecUpdateResult {
+  cudaGraphExecUpdateSuccess = 0,
+  cudaGraphExecUpdateError = 1,
+  cudaGraphExecUpdateErrorTopologyChanged = 2,
+};
+struct cudaGraphExecUpdateResultInfo {
+  cudaGraphExecUpdateResult result;
+  cudaGraphNode_t errorNode, errorFromNode;
+};
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags = 0);
+// Succeeds when `graph` has the nodes of `exec`'s graph, of the same kinds in the same
+// order (parameters may differ): `exec` then runs `graph`'s parameters.
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo* info);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
 // ---- vector types (vector_types.h): what the kernels load 128 bits at a time ----------
 struct alignas(16) uint4 {
@@ -178,8 +217,17 @@ struct LaunchConfig {
 // Runs `body` once per thread of the grid; a bad configuration sets the last error
 // (as a real launch does), a kernel that deadlocks or misuses a barrier aborts.
 void run_grid(const LaunchConfig& config, void (*body)(void*), void* context);
-// Grids launched so far by this process (well-formed launches; cuBLAS calls not counted).
+// Grids launched so far by this process (well-formed launches, each run of a captured
+// one included; cuBLAS calls not counted), and graphs launched.
 std::uint64_t grids_launched();
+std::uint64_t graphs_launched();
+
+// Stream capture (graph.cpp): whether `stream` is capturing, and work for its graph (a
+// node of kind `kind`, run when the graph is launched).
+bool capturing(cudaStream_t stream);
+void record(cudaStream_t stream, const char* kind, std::function<void()> work);
+// An operation a capture cannot hold: the capture is invalidated (its end fails).
+cudaError_t refuse_in_capture(cudaStream_t stream, const char* what);
 
 template <class... A>
 struct PendingLaunch {
@@ -209,9 +257,14 @@ void operator*(void (*kernel)(P...), PendingLaunch<A...>&& launch) {
     void (*kernel)(P...);
     std::tuple<std::decay_t<P>...> params;
   } call{kernel, std::apply([](auto&... a) { return std::tuple<std::decay_t<P>...>(a...); }, launch.args)};
-  run_grid(
-      launch.config, [](void* c) { std::apply(static_cast<Call*>(c)->kernel, static_cast<Call*>(c)->params); },
-      &call);
+  void (*body)(void*) = [](void* c) { std::apply(static_cast<Call*>(c)->kernel, static_cast<Call*>(c)->params); };
+  if (capturing(launch.config.stream)) {  // the graph keeps its own copy of the arguments
+    record(launch.config.stream, "kernel", [config = launch.config, call, body]() mutable {
+      run_grid(config, body, &call);
+    });
+    return;
+  }
+  run_grid(launch.config, body, &call);
 }
 
 template <class T>
