@@ -12,7 +12,8 @@
 #   4. `arbor bench engine --device cuda --prompt 512,4096 --batch 1,8,64` on both (the
 #      issue's prefill and aggregate-decode figures), `arbor bench workflow --device cuda
 #      --agents 1,8,64 --prefix-documents 4` (a ~4.2k-token SharedPrefix) on the SmolLM2
-#      shape.
+#      shape; the SmolLM2 shape's decode again with ARBOR_CUDA_GRAPHS=0 (what the CUDA
+#      graphs save: decode steps launched kernel by kernel).
 # Writes $OUT/device_check.json (every step: status, seconds, figures) and
 # $OUT/device_check.log ($OUT defaults to build-device/). Exit 0 when every step passed.
 # ARBOR_DEVICE_LLAMA_LAYERS (default 32) trims the Llama-3-8B model for a smoke run.
@@ -103,6 +104,11 @@ if [ -x "$bin/arbor" ]; then
     "$out/bench_engine_smollm2.json"
   run bench_engine_llama3_8b "$out/bench_engine_llama3_8b.json" bench_engine "$work/llama3-8b.gguf" 1 8 \
     "$out/bench_engine_llama3_8b.json"
+  bench_without_graphs() {  # decode at batch 1 and 8, each step's kernels launched one by one
+    ARBOR_CUDA_GRAPHS=0 "$bin/arbor" bench engine --device cuda --model "$work/smollm2.gguf" --reps 3 --prompt 512 \
+      --batch 1,8 --json >"$out/bench_engine_smollm2_no_graphs.json"
+  }
+  run bench_engine_smollm2_no_graphs "$out/bench_engine_smollm2_no_graphs.json" bench_without_graphs
   bench_workflow() {
     "$bin/arbor" bench workflow --device cuda --model "$work/smollm2.gguf" --agents 1,8,64 --prefix-documents 4 \
       --kv-mem 8192 --json >"$out/bench_workflow.json"

@@ -82,6 +82,17 @@ class Matmul {
   // (A pointer and a count: .cu files include this header as C++17, without std::span.)
   bool run_group(const MatmulTarget* targets, int count, const float* x, std::int64_t m, std::string* error);
 
+  // Whether run() / run_group() of `m` rows on `w` only launches kernels: no cuBLAS call
+  // (F32 weights, prefill-sized GEMMs), which a CUDA graph capture may not hold.
+  static bool kernels_only(const DeviceMatrix& w, std::int64_t m) {
+    return w.type != GgmlType::F32 && m <= kQuantizedGemmMaxRows;
+  }
+  // Grows the f16 activation scratch for `m` rows of up to `cols` columns now, so that
+  // products of that size allocate nothing (as a capture requires).
+  bool reserve_activations(std::int64_t m, std::int64_t cols, std::string* error) {
+    return x_half_.reserve(std::size_t(m * cols) * sizeof(__half), error);
+  }
+
   // The most device memory a Matmul's scratch takes for products of up to `max_rows`
   // activation rows of up to `max_cols` columns.
   static std::size_t scratch_bytes(std::int64_t max_rows, std::int64_t max_cols) {

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
 #include "cache/page_pool.hpp"
+#include "common/log.hpp"
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/buffer.hpp"
 #include "kernels/cuda/device.hpp"
@@ -103,6 +105,7 @@ class CudaEngine final : public Engine {
       : config_(config), device_(device), info_(std::move(info)),
         allocator_(std::make_shared<CudaPageAllocator>(device)) {}
   ~CudaEngine() override {
+    if (graph_exec_ != nullptr) cudaGraphExecDestroy(graph_exec_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -115,6 +118,8 @@ class CudaEngine final : public Engine {
     auto uploaded = CudaWeights::upload(config_, weights);
     if (!uploaded) return std::unexpected(uploaded.error());
     weights_ = std::move(*uploaded);
+    const char* graphs = std::getenv("ARBOR_CUDA_GRAPHS");
+    graphs_ = graphs == nullptr || std::string(graphs) != "0";
     return {};
   }
 
@@ -123,7 +128,8 @@ class CudaEngine final : public Engine {
   std::string describe() const override {
     return "cuda (" + info_.name + ", device " + std::to_string(device_) + ", sm_" + std::to_string(info_.major) +
            std::to_string(info_.minor) + ", " + std::to_string(info_.total_bytes >> 30) + " GiB; weights " +
-           std::to_string(weights_ ? weights_->device_bytes >> 20 : 0) + " MiB)";
+           std::to_string(weights_ ? weights_->device_bytes >> 20 : 0) + " MiB; decode steps as CUDA graphs: " +
+           (graphs_ ? "on" : "off") + ")";
   }
   std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
 
@@ -161,6 +167,14 @@ class CudaEngine final : public Engine {
                           "cudaMemcpyAsync (step metadata)");
         !ok)
       return ok;
+    if (auto ok = run_step_kernels(g); !ok) return ok;
+    return fetch_outputs(out);
+  }
+
+ private:
+  // Every kernel of the step, in order: embedding, layers, the logit rows' norm and
+  // vocabulary matmul, their argmax.
+  Result<void> enqueue_step_kernels(const cache::KvGeometry& g) {
     cu::embed(weights_->token_embd, ints(0), plan_.rows, x_.as<float>(), stream_);
     // Each sub-layer finds its input normed in xn_: the first here, the others from the
     // fused residual add that ends the sub-layer before.
@@ -170,10 +184,69 @@ class CudaEngine final : public Engine {
       if (auto ok = attention_block(l, g); !ok) return ok;
       if (auto ok = ffn_block(l); !ok) return ok;
     }
-    return compute_logits(out);
+    return logit_kernels();
   }
 
- private:
+  // Whether this step's kernels may go through a graph: no cuBLAS call among them (every
+  // matrix quantized, at most kQuantizedGemmMaxRows rows: decode steps) and the scratch
+  // they use already allocated.
+  bool step_fits_a_graph() {
+    if (!graphs_ || plan_.rows > cu::kQuantizedGemmMaxRows) return false;
+    if (!weights_->kernels_only(plan_.rows)) return false;
+    std::string error;
+    return matmul_.reserve_activations(plan_.rows, std::max(config_.hidden, config_.ffn_dim), &error);
+  }
+
+  // A decode step is hundreds of small kernels (10 a layer): launched one by one, a small
+  // model's step is bound by the host's launch cost. Captured into a graph instead and
+  // launched once; the graph instantiated for an earlier step is updated in place when
+  // this one has the same kernels (the same batch-size bucket and attention passes),
+  // which is cheaper than instantiating. A capture the device refuses turns graphs off
+  // for this engine (logged) and the step runs launch by launch.
+  Result<void> run_step_kernels(const cache::KvGeometry& g) {
+    if (!step_fits_a_graph()) return enqueue_step_kernels(g);
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess)
+      return graphs_failed("cudaStreamBeginCapture", g);
+    Result<void> enqueued = enqueue_step_kernels(g);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (!enqueued) {  // nothing ran: the captured work is dropped
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      return enqueued;
+    }
+    if (ended != cudaSuccess) return graphs_failed("cudaStreamEndCapture", g);
+    const char* failed = launch_graph(graph);
+    cudaGraphDestroy(graph);
+    return failed == nullptr ? Result<void>{} : graphs_failed(failed, g);
+  }
+
+  // Updates (or instantiates) graph_exec_ to `graph` and launches it: the failing call's
+  // name, or null.
+  const char* launch_graph(cudaGraph_t graph) {
+    if (graph_exec_ != nullptr) {
+      cudaGraphExecUpdateResultInfo info{};
+      if (cudaGraphExecUpdate(graph_exec_, graph, &info) != cudaSuccess) {  // other kernels: a new one
+        cudaGetLastError();
+        cudaGraphExecDestroy(graph_exec_);
+        graph_exec_ = nullptr;
+      }
+    }
+    if (graph_exec_ == nullptr && cudaGraphInstantiate(&graph_exec_, graph, 0) != cudaSuccess) {
+      graph_exec_ = nullptr;
+      return "cudaGraphInstantiate";
+    }
+    return cudaGraphLaunch(graph_exec_, stream_) == cudaSuccess ? nullptr : "cudaGraphLaunch";
+  }
+
+  Result<void> graphs_failed(const char* call, const cache::KvGeometry& g) {
+    const cudaError_t e = cudaGetLastError();
+    log::logger().warn("CUDA engine: {} failed ({}); decode steps run without CUDA graphs from now on", call,
+                       cudaGetErrorString(e));
+    graphs_ = false;
+    return enqueue_step_kernels(g);
+  }
+
   const std::int32_t* ints(std::size_t at) const { return ints_.as<const std::int32_t>() + at; }
 
   Result<void> grow(cu::DeviceBuffer& buffer, std::size_t bytes) {
@@ -300,34 +373,38 @@ class CudaEngine final : public Engine {
     return {};
   }
 
-  // Norm and vocabulary matmul for the rows with an output only; the returned rows'
-  // logits come back in one copy, the greedy rows reduce to their argmax on the device
-  // and only those ids come back.
-  Result<void> compute_logits(StepOutput& out) {
+  // Norm and vocabulary matmul for the rows with an output only; the greedy rows reduce
+  // to their argmax on the device.
+  Result<void> logit_kernels() {
     const int n = plan_.logit_rows, greedy = plan_.argmax_rows, kept = n - greedy, hidden = config_.hidden;
-    const std::size_t vocab = std::size_t(config_.vocab_size);
-    out.logits.resize(std::size_t(kept) * vocab);
+    if (n == 0) return {};
+    cu::gather_rows(x_.as<float>(), ints(plan_.logit_row_ids), n, hidden, tmp_.as<float>(), stream_);
+    cu::rmsnorm(tmp_.as<float>(), weights_->output_norm, n, hidden, config_.rms_eps, xn_.as<float>(), stream_);
+    if (auto ok = matmul(weights_->output, xn_.as<float>(), n, logits_.as<float>()); !ok) return ok;
+    if (greedy > 0)
+      cu::argmax_rows(logits_.as<float>() + std::size_t(kept) * std::size_t(config_.vocab_size), greedy,
+                      config_.vocab_size, ints_.as<std::int32_t>() + plan_.argmax_out, stream_);
+    return {};
+  }
+
+  // The returned rows' logits in one copy, the greedy rows' ids in another; then waits
+  // for the step.
+  Result<void> fetch_outputs(StepOutput& out) {
+    const int greedy = plan_.argmax_rows, kept = plan_.logit_rows - greedy;
+    out.logits.resize(std::size_t(kept) * std::size_t(config_.vocab_size));
     out.argmax.resize(std::size_t(greedy));
-    if (n > 0) {
-      cu::gather_rows(x_.as<float>(), ints(plan_.logit_row_ids), n, hidden, tmp_.as<float>(), stream_);
-      cu::rmsnorm(tmp_.as<float>(), weights_->output_norm, n, hidden, config_.rms_eps, xn_.as<float>(), stream_);
-      if (auto ok = matmul(weights_->output, xn_.as<float>(), n, logits_.as<float>()); !ok) return ok;
-      if (kept > 0)
-        if (auto ok = cuda_ok(cudaMemcpyAsync(out.logits.data(), logits_.data(), out.logits.size() * sizeof(float),
-                                              cudaMemcpyDeviceToHost, stream_),
-                              "cudaMemcpyAsync (logits)");
-            !ok)
-          return ok;
-      if (greedy > 0) {
-        std::int32_t* ids = ints_.as<std::int32_t>() + plan_.argmax_out;
-        cu::argmax_rows(logits_.as<float>() + std::size_t(kept) * vocab, greedy, int(vocab), ids, stream_);
-        if (auto ok = cuda_ok(cudaMemcpyAsync(out.argmax.data(), ids, out.argmax.size() * sizeof(std::int32_t),
-                                              cudaMemcpyDeviceToHost, stream_),
-                              "cudaMemcpyAsync (argmax)");
-            !ok)
-          return ok;
-      }
-    }
+    if (kept > 0)
+      if (auto ok = cuda_ok(cudaMemcpyAsync(out.logits.data(), logits_.data(), out.logits.size() * sizeof(float),
+                                            cudaMemcpyDeviceToHost, stream_),
+                            "cudaMemcpyAsync (logits)");
+          !ok)
+        return ok;
+    if (greedy > 0)
+      if (auto ok = cuda_ok(cudaMemcpyAsync(out.argmax.data(), ints(plan_.argmax_out),
+                                            out.argmax.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_),
+                            "cudaMemcpyAsync (argmax)");
+          !ok)
+        return ok;
     if (auto ok = cuda_ok(cudaStreamSynchronize(stream_), "the step's kernels"); !ok) return ok;
     return cuda_ok(cudaGetLastError(), "the step's kernels");
   }
@@ -340,6 +417,8 @@ class CudaEngine final : public Engine {
   cu::Matmul matmul_;
   std::unique_ptr<CudaWeights> weights_;
   StepPlan plan_;
+  bool graphs_ = true;                     // decode steps through a CUDA graph (ARBOR_CUDA_GRAPHS=0: off)
+  cudaGraphExec_t graph_exec_ = nullptr;   // the last step's graph, updated for the next
   // Device activations, [rows][dim] each, and the step's metadata and attention state.
   cu::DeviceBuffer x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_, logits_, ints_, attention_scratch_;
 };

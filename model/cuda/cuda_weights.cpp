@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/dequantize.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/matmul.hpp"
 
 namespace arbor::model {
 namespace {
@@ -107,6 +108,16 @@ Result<std::unique_ptr<CudaWeights>> CudaWeights::upload(const LlamaConfig& c, c
       return std::unexpected(ok.error());
   }
   return d;
+}
+
+bool CudaWeights::kernels_only(std::int64_t rows) const {
+  using kernels::cuda::Matmul;
+  if (!Matmul::kernels_only(output, rows)) return false;
+  return std::all_of(layers.begin(), layers.end(), [rows](const CudaLayerWeights& l) {
+    return Matmul::kernels_only(l.wq, rows) && Matmul::kernels_only(l.wk, rows) && Matmul::kernels_only(l.wv, rows) &&
+           Matmul::kernels_only(l.wo, rows) && Matmul::kernels_only(l.gate, rows) &&
+           Matmul::kernels_only(l.up, rows) && Matmul::kernels_only(l.down, rows);
+  });
 }
 
 }  // namespace arbor::model

@@ -35,6 +35,10 @@ class CudaWeights {
   std::vector<CudaLayerWeights> layers;
   std::size_t device_bytes = 0;
 
+  // Whether products of `rows` activation rows with every matrix launch kernels only
+  // (kernels::cuda::Matmul::kernels_only): a step of that many rows may be a CUDA graph.
+  bool kernels_only(std::int64_t rows) const;
+
  private:
   Result<kernels::cuda::DeviceMatrix> matrix(const kernels::WeightMatrix& w, const char* name);
   Result<const float*> vector(const float* host, std::int64_t n, const char* name);

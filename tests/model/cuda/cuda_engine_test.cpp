@@ -211,6 +211,55 @@ TEST(CudaEngine, ABatchOneDecodeStepLaunchesTenKernelsPerLayer) {
 #endif
 }
 
+// Decode steps of a quantized model run as one CUDA graph each (ARBOR_CUDA_GRAPHS=0:
+// launch by launch) with the same logits bit for bit, whether the graph is new (the
+// first step, a batch of another size) or updated in place; prefill steps of more than
+// kQuantizedGemmMaxRows rows (cuBLAS GEMMs) are never captured.
+TEST(CudaEngine, DecodeStepsRunAsOneGraphWithTheLogitsOfDirectLaunches) {
+#ifndef ARBOR_CUDA_EMULATED
+  GTEST_SKIP() << "counts the CUDA emulator's graph launches";
+#else
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
+  const auto tokens = random_tokens(70, m->config.vocab_size, 4);
+  auto run = [&](bool graphs, std::uint64_t& graph_launches) {
+    setenv("ARBOR_CUDA_GRAPHS", graphs ? "1" : "0", 1);
+    Side gpu(cuda_engine(*m), 16, 64);
+    unsetenv("ARBOR_CUDA_GRAPHS");
+    std::vector<std::vector<float>> logits;
+    if (!gpu.engine) return logits;
+    EXPECT_NE(gpu.engine->describe().find(graphs ? "CUDA graphs: on" : "CUDA graphs: off"), std::string::npos);
+    const std::uint64_t start = ::cuda_emulator::graphs_launched();
+    KvSequence seqs[3];
+    for (int i = 0; i < 3; ++i) {
+      auto p = prefill(*gpu.engine, *gpu.pool, seqs[i], std::span(tokens).first(std::size_t(70 - i)), 512);
+      EXPECT_TRUE(p) << p.error().message;
+      logits.push_back(p ? *p : std::vector<float>{});
+    }
+    EXPECT_EQ(::cuda_emulator::graphs_launched(), start) << "a prefill step with cuBLAS GEMMs was captured";
+    for (int s = 0; s < 4; ++s) {  // 3 rows, 3 (an update), 1 (other kernels), 3
+      std::vector<KvSequence*> batch = {&seqs[0]};
+      if (s != 2) batch = {&seqs[0], &seqs[1], &seqs[2]};
+      const std::vector<TokenId> next(batch.size(), TokenId(5 + s));
+      auto d = decode_step(*gpu.engine, *gpu.pool, batch, next);
+      EXPECT_TRUE(d) << d.error().message;
+      logits.push_back(d ? *d : std::vector<float>{});
+    }
+    graph_launches = ::cuda_emulator::graphs_launched() - start;
+    for (KvSequence& seq : seqs) release(seq, *gpu.pool);
+    EXPECT_EQ(gpu.pool->num_used(), 0);
+    return logits;
+  };
+  std::uint64_t with = 0, without = 0;
+  const auto direct = run(false, without);
+  const auto graphed = run(true, with);
+  EXPECT_EQ(without, 0u);
+  EXPECT_EQ(with, 4u) << "one graph launch per decode step";
+  ASSERT_EQ(graphed.size(), direct.size());
+  for (std::size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(graphed[i], direct[i]) << "step " << i;
+#endif
+}
+
 // KV rule 14 on the device: a reader that takes the owner's full pages and computes only
 // the rest gets the logits of one full prefill.
 TEST(CudaEngine, PrefixFromCachePlusSuffixEqualsFullPrefill) {
