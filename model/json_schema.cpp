@@ -1,7 +1,6 @@
 #include "model/json_schema.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
@@ -45,13 +44,7 @@ std::optional<std::uint8_t> type_bits(std::string_view name) {
 }
 
 bool is_non_negative_integer(const Json& v) {
-  if (v.is_number_unsigned()) return true;
-  if (v.is_number_integer()) return v.get<std::int64_t>() >= 0;
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    return std::isfinite(d) && d >= 0 && d == std::floor(d);
-  }
-  return false;
+  return is_integer_value(v) && (v.is_number_unsigned() || v.get<double>() >= 0);
 }
 
 // A count written as a float past 2^64 (1e300) saturates: no document reaches it either way.

@@ -111,6 +111,10 @@ struct ValidateOptions {
   std::size_t max_errors = 16;
 };
 
+// Whether `v` is an integer as JSON Schema counts them: an integer, or a finite float with
+// no fractional part (1.0; 1e300 too).
+bool is_integer_value(const Json& v);
+
 // Structural equality as JSON Schema defines it (numbers by value: 1 == 1.0); with
 // `ordered`, objects must also list their keys in the same order.
 bool json_equal(const Json& a, const Json& b, bool ordered = false);

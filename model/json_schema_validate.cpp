@@ -17,13 +17,6 @@ std::string short_dump(const Json& v) {
   return s;
 }
 
-bool is_integer_value(const Json& v) {
-  if (v.is_number_integer() || v.is_number_unsigned()) return true;
-  if (!v.is_number_float()) return false;
-  const double d = v.get<double>();
-  return std::isfinite(d) && std::floor(d) == d;
-}
-
 bool type_matches(const Json& v, std::uint8_t types) {
   switch (v.type()) {
     case Json::value_t::null: return types & kTypeNull;
@@ -70,6 +63,13 @@ bool multiple_of(const Json& v, double m) {
 }
 
 }  // namespace
+
+bool is_integer_value(const Json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return true;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && std::floor(d) == d;
+}
 
 bool json_equal(const Json& a, const Json& b, bool ordered) {
   if (a.is_number() && b.is_number()) return numbers_equal(a, b);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -170,8 +171,12 @@ int bench_engine(const BenchEngineOptions& o) {
   const std::vector<int> prompts = parse_integer_list(o.prompts), batches = parse_integer_list(o.batches);
   const int longest_prompt = *std::max_element(prompts.begin(), prompts.end());
   const int widest_batch = *std::max_element(batches.begin(), batches.end());
-  // The batch-1 rate every other batch is compared with, when measured.
+  // A batch's aggregate decode rate over batch 1's, when batch 1 was measured.
   const auto batch1 = std::find(batches.begin(), batches.end(), 1);
+  auto over_batch1 = [&](const EngineFigures& f, std::size_t b) -> std::optional<double> {
+    if (batch1 == batches.end()) return std::nullopt;
+    return f.decode[b] / f.decode[std::size_t(batch1 - batches.begin())];
+  };
 
   // Both activation precisions side by side, in one process (the machine is noisy).
   std::vector<std::pair<std::string, EngineFigures>> results;
@@ -229,8 +234,7 @@ int bench_engine(const BenchEngineOptions& o) {
           continue;
         }
         figures["batch" + batch + "_decode_tokens_per_s"] = f.decode[b];
-        if (batch1 != batches.end())
-          figures["batch" + batch + "_speedup"] = f.decode[b] / f.decode[std::size_t(batch1 - batches.begin())];
+        if (const auto ratio = over_batch1(f, b)) figures["batch" + batch + "_speedup"] = *ratio;
       }
     }
     if (o.shared_prefix > 0)
@@ -255,8 +259,7 @@ int bench_engine(const BenchEngineOptions& o) {
           continue;
         }
         std::printf("  decode batch %-2d%8.1f tokens/s aggregate", batches[b], f.decode[b]);
-        if (batch1 != batches.end())
-          std::printf(" (%.2fx batch 1)", f.decode[b] / f.decode[std::size_t(batch1 - batches.begin())]);
+        if (const auto ratio = over_batch1(f, b)) std::printf(" (%.2fx batch 1)", *ratio);
         std::printf("\n");
       }
     }
