@@ -13,7 +13,8 @@
 #      issue's prefill and aggregate-decode figures), `arbor bench workflow --device cuda
 #      --agents 1,8,64 --prefix-documents 4` (a ~4.2k-token SharedPrefix) on the SmolLM2
 #      shape; the SmolLM2 shape's decode again with ARBOR_CUDA_GRAPHS=0 (what the CUDA
-#      graphs save: decode steps launched kernel by kernel).
+#      graphs save: decode steps launched kernel by kernel), and the Llama-3-8B shape's pp4096
+#      with ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 (the prefill tiles' attention on CUDA cores).
 # Writes $OUT/device_check.json (every step: status, seconds, figures) and
 # $OUT/device_check.log ($OUT defaults to build-device/). Exit 0 when every step passed.
 # ARBOR_DEVICE_LLAMA_LAYERS (default 32) trims the Llama-3-8B model for a smoke run.
@@ -109,6 +110,12 @@ if [ -x "$bin/arbor" ]; then
       --batch 1,8 --json >"$out/bench_engine_smollm2_no_graphs.json"
   }
   run bench_engine_smollm2_no_graphs "$out/bench_engine_smollm2_no_graphs.json" bench_without_graphs
+  bench_attention_on_cuda_cores() {  # pp4096 of the 8B shape with the shared-prefix passes on CUDA cores
+    ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 "$bin/arbor" bench engine --device cuda --model "$work/llama3-8b.gguf" \
+      --reps 1 --prompt 4096 --batch 1 --json >"$out/bench_engine_llama3_8b_cuda_core_attention.json"
+  }
+  run bench_engine_llama3_8b_cuda_core_attention "$out/bench_engine_llama3_8b_cuda_core_attention.json" \
+    bench_attention_on_cuda_cores
   bench_workflow() {
     "$bin/arbor" bench workflow --device cuda --model "$work/smollm2.gguf" --agents 1,8,64 --prefix-documents 4 \
       --kv-mem 8192 --json >"$out/bench_workflow.json"

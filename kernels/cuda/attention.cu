@@ -12,7 +12,8 @@
 //
 // Scratch: per (row, head), `slots` states of head_dim unnormalised sums then m and l:
 // first the row's own splits, then the shared part's splits (written only for rows in a
-// tile; the merge reads them only for those rows).
+// tile; the merge reads them only for those rows). With one slot (one split, no tiles:
+// decode over a short context) the split kernel writes the output and nothing merges.
 #include <mma.h>
 
 #include <algorithm>
@@ -89,6 +90,14 @@ struct RowState {
       state[head_dim + 1] = l;
     }
   }
+  // The normalised output (what the merge computes from a single state).
+  __device__ void store_output(float* out, int lane, int head_dim) const {
+#pragma unroll
+    for (int j = 0; j < kLanes; ++j) {
+      const int d = lane + 32 * j;
+      if (d < head_dim) out[d] = acc[j] / l;
+    }
+  }
 };
 
 template <int kLanes>
@@ -160,7 +169,10 @@ __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* 
     load_kv(b, table, kv_head, t, lane, k, v);
     st.add(score_of(q, k, b.scale), v);
   }
-  st.store(state_at(scratch, b, r, h, s, plan.slots()), lane, b.head_dim);
+  if (plan.slots() == 1)  // the row's one state: no merge
+    st.store_output(b.out + (std::int64_t(r) * b.num_q_heads + h) * b.head_dim, lane, b.head_dim);
+  else
+    st.store(state_at(scratch, b, r, h, s, plan.slots()), lane, b.head_dim);
 }
 
 // A tile's shared pass on CUDA cores: positions of one split of the shared part for 8
@@ -381,7 +393,7 @@ void launch(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, 
       shared_kernel<<<blocks_for(warps), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
     }
   }
-  merge_kernel<<<blocks_for(items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+  if (plan.slots() > 1) merge_kernel<<<blocks_for(items), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
 }
 
 }  // namespace
@@ -397,7 +409,7 @@ bool shared_pass_uses_tensor_cores(const PagedAttentionBatch& b) {
   // 16-byte K/V loads: every row of the pool starts at a multiple of 8 elements.
   const bool aligned = reinterpret_cast<std::uintptr_t>(b.kv_base) % 16 == 0 && b.elements_per_page % 8 == 0 &&
                        b.k_offset % 8 == 0 && b.v_offset % 8 == 0;
-  return b.head_dim % 16 == 0 && aligned;
+  return b.tensor_cores && b.head_dim % 16 == 0 && aligned;
 }
 
 void paged_attention(const PagedAttentionBatch& batch, float* scratch, cudaStream_t stream) {

@@ -53,6 +53,7 @@ struct PagedAttentionBatch {
   const std::int32_t* tile_rows = nullptr;
   const std::int32_t* tile_length = nullptr;
   const std::int32_t* row_start = nullptr;
+  bool tensor_cores = true;  // the shared pass may run on tensor cores (false: CUDA cores, to compare)
 };
 
 inline constexpr int kMaxHeadDim = 256;
@@ -65,7 +66,7 @@ int attention_splits(const PagedAttentionBatch& batch);
 std::size_t attention_scratch_bytes(const PagedAttentionBatch& batch);
 
 // Whether the shared pass of `batch` runs on tensor cores (f16 queries and weights: see
-// above) rather than CUDA cores (f32 throughout).
+// above) rather than CUDA cores (f32 throughout): allowed by `tensor_cores` and possible.
 bool shared_pass_uses_tensor_cores(const PagedAttentionBatch& batch);
 
 // `scratch`: attention_scratch_bytes(batch) bytes of device memory.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/ops.hpp"
+
 namespace arbor::kernels::cuda {
 namespace {
 
@@ -95,6 +97,18 @@ bool Matmul::run_group(const MatmulTarget* targets, int count, const float* x, s
   for (int t = 0; t < count; ++t)
     if (!gemm_half(targets[t].w, x_half, m, targets[t].y, error)) return false;
   return true;
+}
+
+bool Matmul::run_gated(const DeviceMatrix& w, float* gate, const float* up, std::int64_t m, float* y,
+                       std::string* error) {
+  if (m <= 0) return true;
+  if (!aligned_activations(gate, error) || !aligned_activations(up, error)) return false;
+  if (w.type != GgmlType::F32 && m <= kGemvMaxRows) {
+    gemv_quantized_gated(w, gate, up, int(m), y, stream_);
+    return true;
+  }
+  silu_mul(gate, up, m * w.cols, stream_);
+  return run(w, gate, m, y, error);
 }
 
 bool Matmul::run(const DeviceMatrix& w, const float* x, std::int64_t m, float* y, std::string* error) {

@@ -11,6 +11,8 @@
 //    - more rows (prefill): tiles of weight rows are dequantized to f16 in a scratch
 //      buffer and cuBLAS GemmEx multiplies them (f32 accumulation; llama.cpp's cuBLAS
 //      path does the same), the tile's cost spread over many rows.
+//  - The FFN's down projection on silu(gate) * up (run_gated): the GEMV gates the
+//    activations as it reads them (no separate SwiGLU kernel), other paths gate first.
 //  - A group of matrices applied to the same activations (Q, K, V; gate, up): one GEMV
 //    launch for all of them when each is quantized and m <= kGemvMaxRows, else one matmul
 //    each (the f16 activations converted once); the outputs are the same either way.
@@ -45,6 +47,9 @@ struct MatmulTarget {
 // Kernels (matmul_kernels.cu); asynchronous on `stream`.
 // y[i][r] = sum_c x[i][c] * W[r][c] for i < m <= kGemvMaxRows, W quantized.
 void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream);
+// The same on activations silu(gate) * up (SwiGLU), gated as they are read.
+void gemv_quantized_gated(const DeviceMatrix& w, const float* gate, const float* up, int m, float* y,
+                          cudaStream_t stream);
 // The same for `count` <= kMaxGroupedMatrices quantized matrices of one width, in one
 // launch: each output row is computed exactly as gemv_quantized computes it.
 void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream);
@@ -81,6 +86,9 @@ class Matmul {
   // where the GEMV applies to all of them.
   // (A pointer and a count: .cu files include this header as C++17, without std::span.)
   bool run_group(const MatmulTarget* targets, int count, const float* x, std::int64_t m, std::string* error);
+  // y = (silu(gate) * up) * W^T, the FFN's down projection: one gated GEMV launch where
+  // the GEMV applies, else `gate` is overwritten with silu(gate) * up and run() follows.
+  bool run_gated(const DeviceMatrix& w, float* gate, const float* up, std::int64_t m, float* y, std::string* error);
 
   // Whether run() / run_group() of `m` rows on `w` only launches kernels: no cuBLAS call
   // (F32 weights, prefill-sized GEMMs), which a CUDA graph capture may not hold.

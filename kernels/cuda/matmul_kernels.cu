@@ -13,9 +13,11 @@ constexpr int kWarpsPerBlock = 8;
 // (a warp's 32 lanes read 32 consecutive blocks' quants, 512 or 1024 contiguous bytes, in
 // 128-bit loads); each block is dequantized once and multiplied with the m rows, whose 32
 // values it reads in eight 128-bit loads (x is 16-byte aligned: a device buffer, rows of a
-// multiple of 32 floats); then a warp reduction.
-__device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
-                         float* __restrict__ y) {
+// multiple of 32 floats); then a warp reduction. kGated: the activations are
+// silu(x) * up, computed as they are read (the FFN's down projection).
+template <bool kGated>
+__device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x,
+                         const float* __restrict__ up, int m, float* __restrict__ y) {
   const std::int64_t num_blocks = w.cols / 32;
   float acc[kGemvMaxRows] = {};
   float v[32];
@@ -24,11 +26,16 @@ __device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const 
 #pragma unroll
     for (int i = 0; i < kGemvMaxRows; ++i) {
       if (i >= m) break;
-      const auto* xb = reinterpret_cast<const float4*>(x + std::int64_t(i) * w.cols + b * 32);
+      const std::int64_t at = std::int64_t(i) * w.cols + b * 32;
+      const auto* xb = reinterpret_cast<const float4*>(x + at);
       float s = 0.f;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const float4 x4 = xb[j];
+        float4 x4 = xb[j];
+        if constexpr (kGated) {
+          const float4 u4 = reinterpret_cast<const float4*>(up + at)[j];
+          x4 = {silu_times(x4.x, u4.x), silu_times(x4.y, u4.y), silu_times(x4.z, u4.z), silu_times(x4.w, u4.w)};
+        }
         s = fmaf(v[4 * j], x4.x, s);
         s = fmaf(v[4 * j + 1], x4.y, s);
         s = fmaf(v[4 * j + 2], x4.z, s);
@@ -45,10 +52,12 @@ __device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const 
   }
 }
 
-// One warp per output feature.
-__global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, int m, float* __restrict__ y) {
+// One warp per output feature (`up`: null unless kGated).
+template <bool kGated>
+__global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, const float* __restrict__ up, int m,
+                            float* __restrict__ y) {
   const std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (r < w.rows) gemv_row(w, r, threadIdx.x % 32, x, m, y);
+  if (r < w.rows) gemv_row<kGated>(w, r, threadIdx.x % 32, x, up, m, y);
 }
 
 struct TargetGroup {
@@ -61,7 +70,7 @@ __global__ void gemv_group_kernel(TargetGroup group, const float* __restrict__ x
   std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   for (int t = 0; t < group.count; ++t) {
     const MatmulTarget& target = group.targets[t];
-    if (r < target.w.rows) return gemv_row(target.w, r, threadIdx.x % 32, x, m, target.y);
+    if (r < target.w.rows) return gemv_row<false>(target.w, r, threadIdx.x % 32, x, nullptr, m, target.y);
     r -= target.w.rows;
   }
 }
@@ -168,7 +177,15 @@ __global__ void to_half_saturated_kernel(const float* __restrict__ x, std::int64
 
 void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream) {
   const unsigned grid = unsigned((w.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  gemv_kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, x, m, y);
+  auto* kernel = &gemv_kernel<false>;  // (a template-id before <<< would not survive the emulator's rewrite)
+  kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, x, nullptr, m, y);
+}
+
+void gemv_quantized_gated(const DeviceMatrix& w, const float* gate, const float* up, int m, float* y,
+                          cudaStream_t stream) {
+  const unsigned grid = unsigned((w.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  auto* kernel = &gemv_kernel<true>;
+  kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, gate, up, m, y);
 }
 
 void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream) {

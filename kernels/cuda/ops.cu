@@ -158,8 +158,7 @@ __global__ void rope_store_kv_kernel(float* q, const float* __restrict__ k, cons
 __global__ void silu_mul_kernel(float* gate, const float* __restrict__ up, std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float g = gate[i];
-  gate[i] = g / (1.f + expf(-g)) * up[i];
+  gate[i] = silu_times(gate[i], up[i]);
 }
 
 __global__ void add_kernel(float* x, const float* __restrict__ y, std::int64_t n) {

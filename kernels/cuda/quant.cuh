@@ -68,6 +68,9 @@ __device__ __forceinline__ void dequantize_block(const DeviceMatrix& w, std::int
   }
 }
 
+// SwiGLU's gating of one value: silu(g) * u.
+__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + expf(-g)) * u; }
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);

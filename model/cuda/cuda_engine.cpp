@@ -24,6 +24,12 @@ namespace {
 
 namespace cu = kernels::cuda;
 
+// Measurement switches: `name`=0 in the environment turns a default-on path off.
+bool switched_off(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && std::string(value) == "0";
+}
+
 Result<void> cuda_ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return {};
   cudaGetLastError();
@@ -118,8 +124,8 @@ class CudaEngine final : public Engine {
     auto uploaded = CudaWeights::upload(config_, weights);
     if (!uploaded) return std::unexpected(uploaded.error());
     weights_ = std::move(*uploaded);
-    const char* graphs = std::getenv("ARBOR_CUDA_GRAPHS");
-    graphs_ = graphs == nullptr || std::string(graphs) != "0";
+    graphs_ = !switched_off("ARBOR_CUDA_GRAPHS");
+    tensor_core_attention_ = !switched_off("ARBOR_CUDA_TENSOR_CORE_ATTENTION");
     return {};
   }
 
@@ -129,7 +135,7 @@ class CudaEngine final : public Engine {
     return "cuda (" + info_.name + ", device " + std::to_string(device_) + ", sm_" + std::to_string(info_.major) +
            std::to_string(info_.minor) + ", " + std::to_string(info_.total_bytes >> 30) + " GiB; weights " +
            std::to_string(weights_ ? weights_->device_bytes >> 20 : 0) + " MiB; decode steps as CUDA graphs: " +
-           (graphs_ ? "on" : "off") + ")";
+           (graphs_ ? "on" : "off") + "; tensor-core attention: " + (tensor_core_attention_ ? "on" : "off") + ")";
   }
   std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
 
@@ -197,7 +203,7 @@ class CudaEngine final : public Engine {
     return matmul_.reserve_activations(plan_.rows, std::max(config_.hidden, config_.ffn_dim), &error);
   }
 
-  // A decode step is hundreds of small kernels (10 a layer): launched one by one, a small
+  // A decode step is hundreds of small kernels (8-10 a layer): launched one by one, a small
   // model's step is bound by the host's launch cost. Captured into a graph instead and
   // launched once; the graph instantiated for an earlier step is updated in place when
   // this one has the same kernels (the same batch-size bucket and attention passes),
@@ -276,6 +282,7 @@ class CudaEngine final : public Engine {
     a.max_positions = plan_.max_positions;
     a.max_own_positions = plan_.max_own_positions;
     a.scale = 1.f / std::sqrt(float(config_.head_dim));
+    a.tensor_cores = tensor_core_attention_;
     if (plan_.num_tiles > 0) {
       a.num_tiles = plan_.num_tiles;
       a.max_tile_length = plan_.max_tile_length;
@@ -360,8 +367,9 @@ class CudaEngine final : public Engine {
     const int rows = plan_.rows, hidden = config_.hidden;
     const cu::MatmulTarget gate_up[] = {{w.gate, gate_.as<float>()}, {w.up, up_.as<float>()}};
     if (auto ok = matmul_group(gate_up, xn_.as<float>(), rows); !ok) return ok;
-    cu::silu_mul(gate_.as<float>(), up_.as<const float>(), std::int64_t(rows) * config_.ffn_dim, stream_);
-    if (auto ok = matmul(w.down, gate_.as<float>(), rows, tmp_.as<float>()); !ok) return ok;
+    std::string error;  // SwiGLU gating fused into the down projection's GEMV where it applies
+    if (!matmul_.run_gated(w.down, gate_.as<float>(), up_.as<const float>(), rows, tmp_.as<float>(), &error))
+      return fail(ErrorCode::internal, "CUDA engine: " + error);
     // The residual, and the next layer's attention norm of it (the last layer's rows
     // are normed by compute_logits, for the rows that want logits only).
     if (layer + 1 < config_.num_layers) {
@@ -418,6 +426,7 @@ class CudaEngine final : public Engine {
   std::unique_ptr<CudaWeights> weights_;
   StepPlan plan_;
   bool graphs_ = true;                     // decode steps through a CUDA graph (ARBOR_CUDA_GRAPHS=0: off)
+  bool tensor_core_attention_ = true;      // shared-prefix passes on tensor cores (ARBOR_CUDA_TENSOR_CORE_ATTENTION=0: off)
   cudaGraphExec_t graph_exec_ = nullptr;   // the last step's graph, updated for the next
   // Device activations, [rows][dim] each, and the step's metadata and attention state.
   cu::DeviceBuffer x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_, logits_, ints_, attention_scratch_;

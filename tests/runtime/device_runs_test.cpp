@@ -61,7 +61,9 @@ class RuntimeOnDevice : public ::testing::TestWithParam<DeviceChoice> {
     c.kv_memory_mb = kv_memory_mb;
     c.prefix_caching = caching;
     auto rt = make_runtime(c);
-    if (rt) EXPECT_EQ(rt->device(), GetParam() == DeviceChoice::cuda ? "cuda" : "cpu");
+    if (rt) {
+      EXPECT_EQ(rt->device(), GetParam() == DeviceChoice::cuda ? "cuda" : "cpu");
+    }
     return rt;
   }
 };

@@ -35,8 +35,8 @@ struct Case {
 
 // With `cascade`, the rows are planned into shared-prefix tiles as the engine plans them
 // (decode rows by shared pages, each prefill run by consecutive rows), and the case
-// checks that it made some.
-void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
+// checks that it made some; `tensor_cores` false keeps their pass on CUDA cores.
+void run_case(const Case& c, std::uint32_t seed, bool cascade = false, bool tensor_cores = true) {
   std::mt19937 rng(seed);
   const int layers = 2, layer = 1;
   const std::int64_t block = std::int64_t(c.kv_heads) * c.page_size * c.head_dim;
@@ -138,6 +138,7 @@ void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
   b.page_size = c.page_size;
   b.max_positions = max_positions;
   b.scale = 1.f / std::sqrt(float(c.head_dim));
+  b.tensor_cores = tensor_cores;
   if (cascade) {
     b.max_own_positions = max_own_positions(tiles, row_pos);
     b.num_tiles = tiles.num_tiles();
@@ -153,6 +154,9 @@ void run_case(const Case& c, std::uint32_t seed, bool cascade = false) {
   // On tensor cores the shared pass rounds queries and softmax weights to f16 (11
   // significant bits): errors near 1e-4 (seen: up to ~1.7e-4) on outputs of order 0.1; f32 elsewhere.
   const bool f16 = cascade && shared_pass_uses_tensor_cores(b);
+  if (!tensor_cores) {
+    EXPECT_FALSE(shared_pass_uses_tensor_cores(b)) << "the switch is ignored";
+  }
   EXPECT_LE(worst_ratio(to_host<float>(d_out, q.size()), want, f16 ? 5e-4 : 1e-5, f16 ? 1e-3 : 1e-4), 1.0)
       << "heads " << c.q_heads << "/" << c.kv_heads << " head_dim " << c.head_dim << " page " << c.page_size
       << " splits " << attention_splits(b);
@@ -182,6 +186,16 @@ TEST(CudaAttention, LongContextsSplitAndMergeLikeOnePass) {
   run_case({4, 1, 64, 16, {{1900, 300}}}, 15);              // a prefill chunk late in a long context
   run_case({4, 1, 64, 16, {{1900, 300}}}, 15, true);        // the same in tiles: split shared passes
   run_case({32, 8, 128, 16, {{7000, 2}, {0, 9}}}, 21, true);  // tiles from two positions of a long row
+}
+
+// The measurement switch (ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 in the engine): the same
+// tiles on CUDA cores, a warp per 8 rows, within f32 tolerance.
+TEST(CudaAttention, SharedPassOnCudaCoresMatchesInF32) {
+  ARBOR_REQUIRE_CUDA();
+  run_case({9, 3, 64, 4, {{0, 40}, {37, 14}}}, 23, true, false);
+  std::vector<Sequence> seqs = {{300, 1}};
+  for (int i = 0; i < 20; ++i) seqs.push_back({300 + i, 1, 0, 18});  // a full tile of 16 and one of 5
+  run_case({32, 8, 128, 16, seqs}, 24, true, false);
 }
 
 // N sub-agents decoding over one SharedPrefix: the rows share their first pages (some

@@ -34,6 +34,26 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
 
 constexpr float kF32Tolerance = 1e-5f, kHalfTolerance = 1.2e-3f;
 
+// The CPU's reference product of x [m][cols] with `w`, and each output's sum of |w| |x|
+// (the scale of its rounding error).
+struct Reference {
+  std::vector<float> want, bound;
+};
+Reference reference_product(const WeightMatrix& w, const std::vector<float>& x, std::int64_t m) {
+  Reference ref{std::vector<float>(static_cast<std::size_t>(m * w.rows)), std::vector<float>(std::size_t(m * w.rows))};
+  cpu::matmul_reference(w, x.data(), m, ref.want.data());
+  std::vector<float> row(static_cast<std::size_t>(w.cols));
+  for (std::int64_t r = 0; r < w.rows; ++r) {
+    cpu::dequantize_row(w, r, row.data());
+    for (std::int64_t i = 0; i < m; ++i) {
+      float b = 0;
+      for (std::int64_t c = 0; c < w.cols; ++c) b += std::abs(row[std::size_t(c)] * x[std::size_t(i * w.cols + c)]);
+      ref.bound[std::size_t(i * w.rows + r)] = b;
+    }
+  }
+  return ref;
+}
+
 // Each test runs on a device (skipped without one) with an initialised Matmul.
 class CudaMatmul : public ::testing::Test {
  protected:
@@ -61,20 +81,38 @@ TEST_F(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
         auto d_x = to_device(x);
         DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
         ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_y.as<float>(), &error)) << error;
-        std::vector<float> want(static_cast<std::size_t>(m * rows)), bound(want.size()), row(static_cast<std::size_t>(cols));
-        cpu::matmul_reference(host, x.data(), m, want.data());
-        for (std::int64_t r = 0; r < rows; ++r) {
-          cpu::dequantize_row(host, r, row.data());
-          for (std::int64_t i = 0; i < m; ++i) {
-            float b = 0;
-            for (std::int64_t c = 0; c < cols; ++c) b += std::abs(row[std::size_t(c)] * x[std::size_t(i * cols + c)]);
-            bound[std::size_t(i * rows + r)] = b;
-          }
-        }
+        const Reference ref = reference_product(host, x, m);
         const bool half_gemm = type != GgmlType::F32 && m > kGemvMaxRows;
-        expect_close(to_host<float>(d_y, want.size()), want, bound, half_gemm ? kHalfTolerance : kF32Tolerance,
+        expect_close(to_host<float>(d_y, ref.want.size()), ref.want, ref.bound,
+                     half_gemm ? kHalfTolerance : kF32Tolerance,
                      std::string(type_name(type)) + " cols " + std::to_string(cols) + " m " + std::to_string(m));
       }
+    }
+  }
+}
+
+// The down projection on SwiGLU activations: silu(gate) * up computed on the host, then
+// the reference product; the GEMV gates as it reads (m <= kGemvMaxRows), other paths
+// gate in place first.
+TEST_F(CudaMatmul, GatedProductMatchesSiluTimesUpThenTheReference) {
+  std::mt19937 rng(10);
+  const std::int64_t rows = 45, cols = 1536;
+  for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F32}) {
+    const auto bytes = random_weights(rng, type, rows, cols);
+    const WeightMatrix host{type, bytes.data(), rows, cols};
+    DeviceBuffer d_w;
+    const DeviceMatrix w = upload(type, bytes, rows, cols, d_w);
+    for (std::int64_t m : {1, 4, 8, 9}) {
+      const auto gate = random_floats(rng, std::size_t(m * cols)), up = random_floats(rng, std::size_t(m * cols));
+      std::vector<float> x(gate.size());
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = gate[i] / (1.f + std::exp(-gate[i])) * up[i];
+      auto d_gate = to_device(gate), d_up = to_device(up);
+      DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
+      ASSERT_TRUE(mm.run_gated(w, d_gate.as<float>(), d_up.as<float>(), m, d_y.as<float>(), &error)) << error;
+      const Reference ref = reference_product(host, x, m);
+      const bool half_gemm = type != GgmlType::F32 && m > kGemvMaxRows;
+      expect_close(to_host<float>(d_y, ref.want.size()), ref.want, ref.bound,
+                   half_gemm ? kHalfTolerance : kF32Tolerance, std::string(type_name(type)) + " m " + std::to_string(m));
     }
   }
 }

@@ -178,14 +178,14 @@ TEST(CudaEngine, ArgmaxRowsNameTheirLargestLogit) {
   EXPECT_EQ(gpu.pool->num_used(), 0);
 }
 
-// Kernels per layer of a batch-1 decode step (until steps are captured as CUDA graphs,
-// launch overhead bounds a small model's decode): the Q, K, V GEMV, RoPE fused with the
-// K/V store, attention (own pass + merge), output GEMV, residual fused with the next
-// norm, the gate and up GEMV, SwiGLU, down GEMV, residual + norm: 10 (17 before the
-// fusions).
+// Kernels per layer of a batch-1 decode step over a short context (each costs the
+// device a launch latency, in a CUDA graph too): the Q, K, V GEMV, RoPE fused with the
+// K/V store, attention (one split: no merge), output GEMV, residual fused with the next
+// norm, the gate and up GEMV, the down GEMV gating its input (SwiGLU), residual + norm:
+// 8 (17 before the fusions, 10 before the last two).
 // Counted on the emulator, as the difference between SmolLM2-shaped Q4_1 models of 1
 // and 2 layers.
-TEST(CudaEngine, ABatchOneDecodeStepLaunchesTenKernelsPerLayer) {
+TEST(CudaEngine, ABatchOneDecodeStepLaunchesEightKernelsPerLayer) {
 #ifndef ARBOR_CUDA_EMULATED
   GTEST_SKIP() << "counts the CUDA emulator's launches";
 #else
@@ -207,7 +207,7 @@ TEST(CudaEngine, ABatchOneDecodeStepLaunchesTenKernelsPerLayer) {
   };
   const std::uint64_t one = launches_of_a_decode_step(1), two = launches_of_a_decode_step(2);
   ASSERT_GT(one, 0u);
-  EXPECT_EQ(two - one, 10u) << "a 1-layer step launches " << one << ", a 2-layer one " << two;
+  EXPECT_EQ(two - one, 8u) << "a 1-layer step launches " << one << ", a 2-layer one " << two;
 #endif
 }
 
