@@ -5,12 +5,13 @@
 // link it, and its device is visible only where ARBOR_CUDA_EMULATOR_DEVICES=1.
 //
 // What it models: the runtime API the backend uses (device memory, copies, streams,
-// stream capture into graphs, errors, device properties), cublasSgemm/GemmEx, and kernels executed as CUDA defines them:
-// every thread of a block is a fiber, so __syncthreads and warp shuffles are real
-// barriers, and a kernel that would deadlock or shuffle with an exited lane stops the
-// program with a message naming the launch. Blocks run on a few OS threads; streams are
-// synchronous (a launch returns when its grid is done). What it cannot model: timing, the memory model (races between threads),
-// GPU resource limits beyond the launch-configuration checks, cuBLAS's exact rounding.
+// stream capture into graphs, errors, device properties), cublasSgemm/GemmEx, and
+// kernels executed as CUDA defines them: every thread of a block is a fiber, so
+// __syncthreads and warp shuffles are real barriers, and a kernel that would deadlock or
+// shuffle with an exited lane stops the program with a message naming the launch.
+// Blocks run on a few OS threads; streams are synchronous (a launch returns when its grid
+// is done). What it cannot model: timing, the memory model (races between threads), GPU
+// resource limits beyond the launch-configuration checks, cuBLAS's exact rounding.
 //
 // The .cu files reach g++ through tests/cuda_emulator/rewrite_launches.cmake, which turns
 // `kernel<<<grid, block, shared, stream>>>(args)` into
