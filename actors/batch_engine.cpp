@@ -39,6 +39,8 @@ SeqResult error_result(std::uint64_t id, const Error& e) {
 
 BatchEngine::BatchEngine(BatchEngineConfig config) : config_(std::move(config)), constraints_(config_.model) {}
 BatchEngine::~BatchEngine() {
+  // The step in flight writes into the pool: it must end before the pool goes.
+  if (in_flight_) (void)config_.engine->collect(step_out_);
   // Close what is left so the cache's destructor sees no live sequence.
   for (auto& l : live_) cache_->close(l->seq);
 }
@@ -52,6 +54,7 @@ Result<std::unique_ptr<BatchEngine>> BatchEngine::create(BatchEngineConfig confi
   if (!config.engine) return fail(ErrorCode::invalid_argument, "batch engine: no engine given (model::make_engine)");
   if (!config.page_allocator) config.page_allocator = config.engine->page_allocator();
   std::unique_ptr<BatchEngine> s(new BatchEngine(std::move(config)));
+  s->overlap_ = s->config_.overlap.value_or(s->config_.engine->asynchronous());
   const auto& m = *s->config_.model;
   const auto geometry = s->config_.engine->kv_geometry(s->config_.page_size);
   cache::PrefixCacheConfig pc;
@@ -190,7 +193,7 @@ BatchEngine::Admit BatchEngine::try_admit(Pending& p) {
   l->tenant = *tenant;
   l->tokens = r.prompt;
   l->prompt_len = r.prompt.size();
-  l->cached = l->computed = l->committed = cached;
+  l->cached = l->computed = l->committed = l->scheduled = cached;
   l->admitted = Clock::now();
   l->sampler = std::make_unique<model::Sampler>(r.sampling);
   SamplingSettings stop_at = r.sampling;
@@ -298,52 +301,120 @@ void BatchEngine::trace_step(const BatchShape& batch, std::size_t admitted, std:
 }
 
 BatchEngine::BatchShape BatchEngine::run_batch() {
-  BatchShape shape;
-  std::vector<model::SequenceStep> steps;
-  std::vector<Live*> rows;
+  // Without overlap, and when the host must sample the step in flight before the next
+  // can be built, that step is collected first; otherwise it stays in flight while the
+  // next is built and queued behind it, and is collected after.
+  if (in_flight_ && (!overlap_ || needs_host_sampling(*in_flight_))) collect_in_flight();
+  Submitted next = schedule();
+  const bool queued = !next.rows.empty() && submit(next);
+  if (in_flight_) collect_in_flight();
+  if (queued) in_flight_ = std::move(next);
+  if (!overlap_ && in_flight_) collect_in_flight();
+  return next.shape;
+}
+
+// One decode row per decoding sequence, then prefill chunks, within max_step_tokens.
+// A sequence whose previous step is still in flight continues from what that step
+// will have computed: its next prefill chunk, or (when that step returns its next
+// token as an argmax on the device) a decode row whose token is that future argmax.
+BatchEngine::Submitted BatchEngine::schedule() {
+  Submitted next;
   int budget = config_.max_step_tokens;
+  auto add = [&](Live& l, std::span<const model::TokenId> tokens, model::LogitsMode logits) {
+    next.steps.push_back({tokens, int(l.scheduled), cache_->page_table(l.seq), logits});
+    next.rows.push_back(&l);
+    budget -= int(tokens.size());
+  };
   for (auto& l : live_) {
-    if (!l->decoding || budget <= 0) continue;
-    steps.push_back({std::span(&l->tokens.back(), 1), int(l->computed), cache_->page_table(l->seq),
-                     sampling_output(*l)});
-    rows.push_back(l.get());
-    budget -= 1;
-    ++shape.decode_rows;
+    if (!l->p.done || budget <= 0) continue;
+    if (l->future) {
+      if (l->generated.size() + 1 >= std::size_t(std::max(l->p.request.sampling.max_tokens, 0)))
+        continue;  // the token in flight is its last
+      next.future_tokens.push_back(model::future_token(*l->future));
+      add(*l, std::span(&next.future_tokens.back(), 1), sampling_output(*l));
+    } else if (l->decoding && l->in_flight == 0) {
+      add(*l, std::span(&l->tokens.back(), 1), sampling_output(*l));
+    } else {
+      continue;
+    }
+    ++next.shape.decode_rows;
   }
   for (auto& l : live_) {
-    if (l->decoding || budget <= 0) continue;
-    const int n = std::min({config_.prefill_chunk, int(l->prompt_len - l->computed), budget});
+    if (!l->p.done || l->decoding || l->future || budget <= 0) continue;
+    const int n = std::min({config_.prefill_chunk, int(l->prompt_len - l->scheduled), budget});
     if (n <= 0) continue;
-    const bool last = l->computed + std::size_t(n) == l->prompt_len && l->p.request.sampling.max_tokens > 0;
-    steps.push_back({std::span(l->tokens.data() + l->computed, std::size_t(n)), int(l->computed),
-                     cache_->page_table(l->seq), last ? sampling_output(*l) : model::LogitsMode::none});
-    rows.push_back(l.get());
-    budget -= n;
-    ++shape.prefill_rows;
-    shape.prefill_tokens += n;
+    const bool last = l->scheduled + std::size_t(n) == l->prompt_len && l->p.request.sampling.max_tokens > 0;
+    add(*l, std::span(l->tokens.data() + l->scheduled, std::size_t(n)),
+        last ? sampling_output(*l) : model::LogitsMode::none);
+    ++next.shape.prefill_rows;
+    next.shape.prefill_tokens += n;
   }
-  if (steps.empty()) return shape;
-  const auto forward_start = std::chrono::steady_clock::now();
-  const auto ok = config_.engine->forward(steps, cache_->pool(), step_out_);
-  forward_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - forward_start).count();
+  return next;
+}
+
+bool BatchEngine::needs_host_sampling(const Submitted& s) {
+  for (std::size_t i = 0; i < s.rows.size(); ++i)
+    if (s.rows[i]->p.done && s.steps[i].logits != model::LogitsMode::none &&
+        s.steps[i].logits != model::LogitsMode::last_argmax)
+      return true;
+  return false;
+}
+
+// Queues the step on the engine; on failure its sequences fail and false. Each row's
+// sequence is then in flight, and the argmax rows' outputs are the next step's futures.
+bool BatchEngine::submit(Submitted& s) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto ok = config_.engine->submit(s.steps, cache_->pool());
+  forward_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!ok) {
-    for (Live* l : rows) fail_live(*l, ok.error());
-    return shape;
+    for (Live* l : s.rows) fail_live(*l, ok.error());
+    return false;
+  }
+  for (auto& l : live_) l->future.reset();  // futures name the previous step's outputs only
+  std::size_t argmax = 0;
+  for (std::size_t i = 0; i < s.rows.size(); ++i) {
+    Live& l = *s.rows[i];
+    ++l.in_flight;
+    l.scheduled += s.steps[i].tokens.size();
+    if (s.steps[i].logits == model::LogitsMode::last_argmax) l.future = argmax++;
+  }
+  return true;
+}
+
+void BatchEngine::collect_in_flight() {
+  Submitted s = std::move(*in_flight_);
+  in_flight_.reset();
+  collect(s);
+}
+
+// Waits for the step and applies its outputs: commits prefill chunks' full pages,
+// samples where a prompt was finished or a decode row ran, applies stop conditions.
+// Rows of sequences that finished meanwhile (stopped, cancelled) are dropped.
+void BatchEngine::collect(Submitted& s) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto ok = config_.engine->collect(step_out_);
+  forward_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (Live* l : s.rows)
+    if (--l->in_flight == 0) l->future.reset();  // its tokens are on the host from here on
+  if (!ok) {
+    for (Live* l : s.rows) fail_live(*l, ok.error());
+    return;
   }
   const std::size_t vocab = std::size_t(config_.model->config().vocab_size);
   std::size_t logits_row = 0, argmax_row = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    Live& l = *rows[i];
-    l.computed += steps[i].tokens.size();
-    const bool has_logits = steps[i].logits != model::LogitsMode::none;
+  for (std::size_t i = 0; i < s.rows.size(); ++i) {
+    Live& l = *s.rows[i];
+    const model::SequenceStep& step = s.steps[i];
     std::optional<std::int32_t> engine_argmax;
     std::span<const float> row;
-    if (steps[i].logits == model::LogitsMode::last_argmax)
+    if (step.logits == model::LogitsMode::last_argmax)
       engine_argmax = step_out_.argmax[argmax_row++];
-    else if (has_logits)
+    else if (step.logits != model::LogitsMode::none)
       row = std::span<const float>(step_out_.logits.data() + logits_row++ * vocab, vocab);
+    if (!l.p.done) continue;  // finished while the step ran: its row's output is dropped
+    l.computed += step.tokens.size();
     if (!l.decoding) {
-      (l.p.request.sampling.max_tokens > 0 ? served_.computed_tokens : warmup_tokens_) += steps[i].tokens.size();
+      (l.p.request.sampling.max_tokens > 0 ? served_.computed_tokens : warmup_tokens_) += step.tokens.size();
       if (config_.prefix_caching) {
         if (auto ok = cache_->commit(l.seq, std::span(l.tokens.data(), l.computed)); !ok) {
           fail_live(l, ok.error());
@@ -352,7 +423,7 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
         l.committed = l.computed;
       }
       if (l.computed < l.prompt_len) continue;
-      if (!has_logits) {
+      if (step.logits == model::LogitsMode::none) {
         finish(l, FinishReason::prefill);
         continue;
       }
@@ -360,7 +431,6 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
     }
     on_token(l, engine_argmax ? *engine_argmax : sample(l, row));
   }
-  return shape;
 }
 
 model::LogitsMode BatchEngine::sampling_output(const Live& live) {
@@ -465,7 +535,7 @@ void BatchEngine::fail_pending(Pending& p, const Error& error) {
 }
 
 void BatchEngine::remove_finished() {
-  std::erase_if(live_, [](const std::unique_ptr<Live>& l) { return !l->p.done; });
+  std::erase_if(live_, [](const std::unique_ptr<Live>& l) { return !l->p.done && l->in_flight == 0; });
 }
 
 void BatchEngine::cancel(std::uint64_t request_id) {

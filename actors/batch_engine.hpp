@@ -32,6 +32,11 @@
 //   3. commits each prefill chunk's full pages (others may match them at once), samples
 //      where a prompt was finished or a decode row ran, applies stop conditions, and
 //      closes finished sequences (locks released; cached pages stay).
+//   With overlap (BatchEngineConfig::overlap), 3 of step N runs after 1 and 2 of step
+//   N+1 have queued it on the engine behind N: the host's work hides behind the device's.
+//   A greedy sequence's row in N+1 takes its token from N's argmax on the device
+//   (model::future_token); a step whose rows the host must sample (temperature, JSON
+//   schema) is collected before the next is built. Tokens reach callbacks a step later.
 // Tool pins (SeqRequest::pin_ttl_ms, release_pin): a request that asks for one leaves
 // its computed history pinned when it finishes, for pin_ttl_ms, while the agent's tool
 // runs; the continuation request releases it once admitted (its own lock then holds
@@ -110,6 +115,12 @@ struct BatchEngineConfig {
   // cache actor's thread, in order, inside the step or message that causes them; it
   // must not block nor call into the cache actor. Empty: none.
   std::function<void(const KvEvent&)> kv_events;
+  // Overlap (SGLang's overlap scheduler): build and queue step N+1 while step N runs on
+  // the engine (model::Engine::submit/collect), greedy rows taking step N's argmax as
+  // future tokens. Unset: on when the engine is asynchronous (a device). A sequence that
+  // stops at step N has had a row of step N+1 computed for nothing; on a synchronous
+  // engine that is all overlap changes, so it is off there by default.
+  std::optional<bool> overlap;
 };
 
 class BatchEngine {
@@ -138,6 +149,8 @@ class BatchEngine {
   std::size_t num_closed_runs() const { return closed_runs_.size(); }
 
   bool has_work() const { return !live_.empty() || !queue_.empty(); }
+  // Whether steps overlap (BatchEngineConfig::overlap, resolved against the engine).
+  bool overlaps() const { return overlap_; }
   void step();
 
   // `owner` as in submit: the pin is dropped by cancel_owner(owner).
@@ -178,6 +191,9 @@ class BatchEngine {
     cache::TenantId tenant = 0;
     std::vector<model::TokenId> tokens;  // prompt, then generated tokens fed back
     std::size_t prompt_len = 0, cached = 0, computed = 0, committed = 0;
+    std::size_t scheduled = 0;  // computed, plus the tokens of its rows in flight
+    int in_flight = 0;          // steps holding a row of it, submitted and not collected
+    std::optional<std::size_t> future;  // its argmax's index in the step submitted last
     bool decoding = false;
     std::unique_ptr<model::Sampler> sampler;
     std::unique_ptr<model::StopChecker> stop;
@@ -209,7 +225,20 @@ class BatchEngine {
   struct BatchShape {
     int decode_rows = 0, prefill_rows = 0, prefill_tokens = 0;
   };
+  // A step queued on the engine: its rows' sequences, their steps, the future tokens
+  // those steps point at (a deque: its elements stay put as it grows).
+  struct Submitted {
+    std::vector<model::SequenceStep> steps;
+    std::vector<Live*> rows;
+    std::deque<model::TokenId> future_tokens;
+    BatchShape shape;
+  };
   BatchShape run_batch();
+  Submitted schedule();
+  bool submit(Submitted& s);
+  static bool needs_host_sampling(const Submitted& s);
+  void collect(Submitted& s);
+  void collect_in_flight();
   // One debug line per step (common/log.hpp): the batch, the queue, cache hits and
   // evictions since the last line, the pool. Costs a cache stats walk: debug only.
   void trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished);
@@ -235,6 +264,8 @@ class BatchEngine {
   FairQueue<Pending> queue_;
   std::vector<std::unique_ptr<Live>> live_;  // admission order
   model::StepOutput step_out_;
+  bool overlap_ = false;
+  std::optional<Submitted> in_flight_;  // overlap: the step queued last, not yet collected
   std::map<std::uint64_t, PinEntry> pins_;
   std::set<std::string> closed_runs_;
   std::deque<std::string> closed_order_;  // closed_runs_, oldest first

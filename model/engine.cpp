@@ -1,5 +1,6 @@
 #include "model/engine.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "cache/page_pool.hpp"
@@ -11,7 +12,8 @@ cache::KvGeometry Engine::kv_geometry(int page_size) const {
   return cache::KvGeometry{c.num_layers, c.num_kv_heads, c.head_dim, page_size};
 }
 
-Result<void> Engine::check_batch(std::span<const SequenceStep> batch, const cache::PagePool& kv) const {
+Result<void> Engine::check_batch(std::span<const SequenceStep> batch, const cache::PagePool& kv,
+                                 std::size_t futures) const {
   const LlamaConfig& c = config();
   const cache::KvGeometry& g = kv.geometry();
   if (g.num_layers != c.num_layers || g.num_kv_heads != c.num_kv_heads || g.head_dim != c.head_dim)
@@ -31,12 +33,46 @@ Result<void> Engine::check_batch(std::span<const SequenceStep> batch, const cach
     for (int p = 0; p < g.pages_for(end); ++p)
       if (!kv.valid(s.pages[std::size_t(p)]))
         return fail(ErrorCode::invalid_argument, where + "page table entry " + std::to_string(p) + " is not a page");
-    for (TokenId t : s.tokens)
-      if (t < 0 || t >= c.vocab_size)
+    for (TokenId t : s.tokens) {
+      if (is_future_token(t) && future_index(t) >= futures)
+        return fail(ErrorCode::invalid_argument,
+                    where + "future token " + std::to_string(future_index(t)) + " is not among the " +
+                        std::to_string(futures) + " argmax outputs of the step submitted before");
+      if (t >= c.vocab_size)
         return fail(ErrorCode::invalid_argument, where + "token id " + std::to_string(t) +
                                                      " is outside the vocabulary (0.." +
                                                      std::to_string(c.vocab_size - 1) + ")");
+    }
   }
+  return {};
+}
+
+Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool& kv) {
+  if (submitted_.size() >= kMaxStepsInFlight)
+    return fail(ErrorCode::internal, "engine: " + std::to_string(kMaxStepsInFlight) +
+                                                    " steps are submitted and not collected; collect one first");
+  if (auto ok = check_batch(batch, kv, previous_argmax_.size()); !ok) return ok;
+  // Future tokens become the ids they stand for: this host engine has them already.
+  std::vector<std::vector<TokenId>> resolved(batch.size());
+  std::vector<SequenceStep> steps(batch.begin(), batch.end());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (std::none_of(steps[i].tokens.begin(), steps[i].tokens.end(), is_future_token)) continue;
+    resolved[i].assign(steps[i].tokens.begin(), steps[i].tokens.end());
+    for (TokenId& t : resolved[i])
+      if (is_future_token(t)) t = previous_argmax_[future_index(t)];
+    steps[i].tokens = resolved[i];
+  }
+  StepOutput out;
+  if (auto ok = forward(steps, kv, out); !ok) return ok;
+  previous_argmax_ = out.argmax;
+  submitted_.push_back(std::move(out));
+  return {};
+}
+
+Result<void> Engine::collect(StepOutput& out) {
+  if (submitted_.empty()) return fail(ErrorCode::internal, "engine: no step was submitted to collect");
+  out = std::move(submitted_.front());
+  submitted_.pop_front();
   return {};
 }
 

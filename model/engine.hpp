@@ -19,9 +19,17 @@
 // - Logits come back in host memory. A greedy row (LogitsMode::last_argmax) returns
 //   only its best token's id, so a device backend reduces its logits where they are
 //   and copies one integer back instead of vocab_size floats.
+// - Overlap: submit() queues a step and, on a device, returns before it has run;
+//   collect() waits for the oldest step not yet collected and returns its outputs. So
+//   the caller schedules step N+1 (admission, radix matching, page reservation) while
+//   step N runs, and a greedy row of step N+1 may take its token as a future_token: the
+//   argmax the step submitted just before computes, read where it lies (on a device,
+//   never copied to the host and back). Steps run in submission order; a page that a
+//   queued step writes may be released and given to a later step (it runs after).
 // - Not thread-safe: one owner (the cache actor) calls it.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -58,6 +66,12 @@ struct SequenceStep {
   std::span<const cache::PageId> pages;   // the sequence's page table
   LogitsMode logits = LogitsMode::last;
 };
+
+// A future token: the id that the step submitted just before this one returns as its
+// i-th argmax (LogitsMode::last_argmax rows, in batch order). Only submit() takes them.
+inline constexpr TokenId future_token(std::size_t i) { return -TokenId(i) - 1; }
+inline constexpr bool is_future_token(TokenId t) { return t < 0; }
+inline constexpr std::size_t future_index(TokenId t) { return std::size_t(-(t + 1)); }
 
 // How many output rows a step asks for: its token count for `all`, 1 for `last` and
 // `last_argmax`, 0 for `none`; they are its last rows.
@@ -100,11 +114,32 @@ class Engine {
   // invalid_argument (nothing written) when a token id is out of range, a page table
   // is too short, positions exceed the context length, or the pool's geometry does
   // not match the model.
+  // Nothing may be submitted and not yet collected.
   virtual Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, StepOutput& out) = 0;
 
+  // The step split in two (the contract's "Overlap"). submit() checks the batch as
+  // forward() does (nothing queued when it fails), resolves its future tokens and queues
+  // it; the batch's spans need only live until it returns. At most kMaxStepsInFlight
+  // steps are submitted and not collected (internal error beyond). collect()
+  // returns the oldest one's outputs, or the error it failed with on the device.
+  // Defaults, for a host backend: submit() runs the step at once.
+  static constexpr std::size_t kMaxStepsInFlight = 2;
+  virtual Result<void> submit(std::span<const SequenceStep> batch, cache::PagePool& kv);
+  virtual Result<void> collect(StepOutput& out);
+  // True when submit() returns before the step has run, so work between submit and
+  // collect overlaps it (a device backend); false when it runs inside submit().
+  virtual bool asynchronous() const { return false; }
+
  protected:
-  // The checks of forward()'s contract that need no backend (each engine calls it first).
-  Result<void> check_batch(std::span<const SequenceStep> batch, const cache::PagePool& kv) const;
+  // The checks of forward()'s contract that need no backend (each engine calls it
+  // first); token ids below 0 are future tokens, valid when below `futures` (the
+  // argmax count of the step submitted before).
+  Result<void> check_batch(std::span<const SequenceStep> batch, const cache::PagePool& kv,
+                           std::size_t futures = 0) const;
+
+ private:
+  std::deque<StepOutput> submitted_;       // the default submit()'s outputs, oldest first
+  std::vector<TokenId> previous_argmax_;   // what the last submit()'s step returned as argmax
 };
 
 }  // namespace arbor::model

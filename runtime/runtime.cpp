@@ -122,6 +122,8 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   if (num_pages == 0) return fail(ErrorCode::invalid_argument, no_page_message(config, impl->kv_pool_bytes, geometry));
   impl->device_info += ", KV pool " + std::to_string(impl->kv_pool_bytes >> 20) + " MiB" +
                        (config.kv_memory_mb == 0 ? " (automatic)" : "");
+  if ((*engine)->asynchronous())
+    impl->device_info += std::string(", steps overlapped: ") + (config.overlap ? "on" : "off (--no-overlap)");
 
   actors::BatchEngineConfig sc;
   sc.model = impl->model;
@@ -130,6 +132,7 @@ Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeConfig config) {
   sc.num_pages = int(std::min<std::size_t>(num_pages, std::numeric_limits<int>::max()));  // page ids are int
   sc.eviction = eviction_kind(config.eviction);
   sc.prefix_caching = config.prefix_caching;
+  if (!config.overlap) sc.overlap = false;  // else the engine decides (on when asynchronous)
   sc.prefill_chunk = config.prefill_chunk;
   sc.max_step_tokens = config.max_step_tokens;
   sc.max_pinned_pages = int(config.max_pinned_pages);

@@ -55,6 +55,10 @@ void RuntimeOptions::declare(CLI::App& app, unsigned flags) {
   if (flags & kNoCacheFlag)
     add(kNoCacheFlag, app.add_flag("--no-cache", no_cache_,
                                    "no prefix reuse: compute every prompt in full (the baseline)"));
+  if (flags & kNoOverlapFlag)
+    add(kNoOverlapFlag, app.add_flag("--no-overlap", no_overlap_,
+                                     "on a GPU, each step waits for the one before instead of being queued behind it "
+                                     "(to measure the overlap)"));
   if (flags & kPrecisionFlag)
     add(kPrecisionFlag, app.add_option("--precision", precision_,
                                        "activations of the int8 matmuls: accurate (two 8-bit terms) or fast (one "
@@ -78,6 +82,7 @@ void RuntimeOptions::apply(RuntimeConfig& config) const {
   if (given(kPageSizeFlag)) config.page_size = values_.page_size;
   if (given(kEvictionFlag)) config.eviction = *parse_eviction(eviction_);  // one_of checked the name
   if (given(kNoCacheFlag) && no_cache_) config.prefix_caching = false;
+  if (given(kNoOverlapFlag) && no_overlap_) config.overlap = false;
   if (given(kToolPinTtlFlag)) config.tool_pin_ttl_ms = values_.tool_pin_ttl_ms;
   if (given(kPrecisionFlag)) config.precision = *parse_precision(precision_);
 }

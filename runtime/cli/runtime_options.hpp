@@ -1,6 +1,6 @@
 // The runtime flags shared by run, generate, serve and the benchmarks (--model,
 // --device, --threads, --kv-mem, --page-size, --eviction, --no-cache, --precision,
-// --tool-pin-ttl): declared here once, with RuntimeConfig's defaults in the generated help.
+// --tool-pin-ttl, --no-overlap): declared here once, with RuntimeConfig's defaults in the generated help.
 #pragma once
 
 #include <map>
@@ -21,7 +21,8 @@ enum RuntimeFlag : unsigned {
   kPrecisionFlag = 1u << 6,
   kDeviceFlag = 1u << 7,
   kToolPinTtlFlag = 1u << 8,
-  kAllRuntimeFlags = (1u << 9) - 1,
+  kNoOverlapFlag = 1u << 9,
+  kAllRuntimeFlags = (1u << 10) - 1,
 };
 
 class RuntimeOptions {
@@ -42,7 +43,7 @@ class RuntimeOptions {
   std::string device_ = to_string(values_.device);  // the names as given; apply() parses them
   std::string eviction_ = to_string(values_.eviction);
   std::string precision_ = to_string(values_.precision);
-  bool no_cache_ = false;
+  bool no_cache_ = false, no_overlap_ = false;
   std::map<RuntimeFlag, CLI::Option*> options_;
 };
 

@@ -79,14 +79,14 @@ struct Reader {
 bool read_runtime(Reader& r, const json& j, RuntimeConfig& rc) {
   const std::string at = "/runtime";
   return r.check_keys(j, at, {"model_path", "device", "num_threads", "kv_memory_mb", "page_size", "eviction",
-                              "prefix_caching", "precision", "prefill_chunk", "max_step_tokens", "max_pinned_pages",
+                              "prefix_caching", "overlap", "precision", "prefill_chunk", "max_step_tokens", "max_pinned_pages",
                               "max_queued_requests", "tool_pin_ttl_ms"}) &&
          r.string(j, at, "model_path", rc.model_path) && r.name(j, at, "device", rc.device, parse_device_choice) &&
          r.integer(j, at, "num_threads", rc.num_threads, limits::num_threads) &&
          r.integer(j, at, "kv_memory_mb", rc.kv_memory_mb, limits::kv_memory_mb) &&
          r.integer(j, at, "page_size", rc.page_size, limits::page_size) &&
          r.name(j, at, "eviction", rc.eviction, parse_eviction) &&
-         r.boolean(j, at, "prefix_caching", rc.prefix_caching) &&
+         r.boolean(j, at, "prefix_caching", rc.prefix_caching) && r.boolean(j, at, "overlap", rc.overlap) &&
          r.name(j, at, "precision", rc.precision, parse_precision) &&
          r.integer(j, at, "prefill_chunk", rc.prefill_chunk, limits::prefill_chunk) &&
          r.integer(j, at, "max_step_tokens", rc.max_step_tokens, limits::max_step_tokens) &&

@@ -10,7 +10,7 @@
 //               "max_run_bytes": 67108864},
 //    "workflow_dir": "/srv/arbor/docs",
 //    "runtime": {"model_path": "...", "num_threads": 0, "kv_memory_mb": 0, "page_size": 16,
-//                "eviction": "lru", "prefix_caching": true, "prefill_chunk": 256,
+//                "eviction": "lru", "prefix_caching": true, "overlap": true, "prefill_chunk": 256,
 //                "max_step_tokens": 1024, "max_queued_requests": 256}}
 //
 // Unknown keys are errors (a typo must not silently disable a limit).

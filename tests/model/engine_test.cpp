@@ -12,6 +12,7 @@
 #include "model/kv_sequence.hpp"
 #include "tests/max_abs_diff.hpp"
 #include "tests/model/argmax_rows_check.hpp"
+#include "tests/model/future_tokens_check.hpp"
 #include "tests/model/tiny_llama.hpp"
 
 namespace arbor::model {
@@ -142,6 +143,12 @@ TEST_P(TinyEngine, BatchedDecodeEqualsOneAtATime) {
 
 TEST_P(TinyEngine, ArgmaxRowsNameTheirLargestLogit) {
   testing::expect_argmax_rows_follow_logits(*engine_, *pool_, 0.f);
+  EXPECT_EQ(pool_->num_used(), 0);
+}
+
+// Overlap: a step queued behind another takes that step's argmaxes as future tokens.
+TEST_P(TinyEngine, SubmittedStepsTakeFutureTokensFromTheStepBefore) {
+  testing::expect_future_tokens_follow_argmax(*engine_, *pool_, 0.f);
   EXPECT_EQ(pool_->num_used(), 0);
 }
 

@@ -80,6 +80,11 @@ struct RuntimeConfig {
   int page_size = 16;                // tokens per page
   Eviction eviction = Eviction::lru;
   bool prefix_caching = true;        // false = compute every prompt in full (baseline)
+  // On an asynchronous engine (a GPU), step N+1 is scheduled and queued while step N
+  // runs, greedy rows fed N's argmax on the device (SGLang's overlap scheduler); false =
+  // each step waits for the one before. Host engines run each step inside the call, so
+  // overlap changes nothing there and stays off.
+  bool overlap = true;
   Precision precision = Precision::accurate;
   int prefill_chunk = 256;           // max prompt tokens of one sequence per engine step
   int max_step_tokens = 1024;        // token budget of one engine step (decode + prefill)
