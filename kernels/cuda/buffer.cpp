@@ -7,13 +7,29 @@
 #include "kernels/cuda/device.hpp"
 
 namespace arbor::kernels::cuda {
+namespace {
 
-DeviceBuffer::~DeviceBuffer() { release(); }
+cudaError_t allocate(BufferMemory memory, void** ptr, std::size_t bytes) {
+  return memory == BufferMemory::device ? cudaMalloc(ptr, bytes) : cudaMallocHost(ptr, bytes);
+}
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+const char* allocator_name(BufferMemory memory) {
+  return memory == BufferMemory::device ? "cudaMalloc" : "cudaMallocHost";
+}
+
+}  // namespace
+
+template <BufferMemory kMemory>
+Buffer<kMemory>::~Buffer() {
+  release();
+}
+
+template <BufferMemory kMemory>
+Buffer<kMemory>::Buffer(Buffer&& other) noexcept
     : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
 
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+template <BufferMemory kMemory>
+Buffer<kMemory>& Buffer<kMemory>::operator=(Buffer&& other) noexcept {
   if (this != &other) {
     release();
     ptr_ = std::exchange(other.ptr_, nullptr);
@@ -22,24 +38,30 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-void DeviceBuffer::release() {
-  if (ptr_ != nullptr) cudaFree(ptr_);
+template <BufferMemory kMemory>
+void Buffer<kMemory>::release() {
+  if (ptr_ != nullptr) kMemory == BufferMemory::device ? cudaFree(ptr_) : cudaFreeHost(ptr_);
   ptr_ = nullptr;
   bytes_ = 0;
 }
 
-bool DeviceBuffer::reserve(std::size_t bytes, std::string* error) {
+template <BufferMemory kMemory>
+bool Buffer<kMemory>::reserve(std::size_t bytes, std::string* error) {
   if (bytes <= bytes_) return true;
   release();
-  if (const cudaError_t e = cudaMalloc(&ptr_, bytes); e != cudaSuccess) {
+  if (const cudaError_t e = allocate(kMemory, &ptr_, bytes); e != cudaSuccess) {
     ptr_ = nullptr;
     cudaGetLastError();
     if (error)
-      *error = error_text(("cudaMalloc of " + std::to_string(bytes >> 20) + " MiB").c_str(), e);
+      *error = error_text((std::string(allocator_name(kMemory)) + " of " + std::to_string(bytes >> 20) + " MiB").c_str(),
+                          e);
     return false;
   }
   bytes_ = bytes;
   return true;
 }
+
+template class Buffer<BufferMemory::device>;
+template class Buffer<BufferMemory::pinned_host>;
 
 }  // namespace arbor::kernels::cuda

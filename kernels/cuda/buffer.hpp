@@ -1,5 +1,7 @@
-// Device memory owned by one object: one cudaMalloc region (never managed memory),
-// freed with the object. Plain C++; move-only.
+// Memory owned by one object, freed with it; plain C++, move-only. DeviceBuffer: one
+// cudaMalloc region (never managed memory). PinnedBuffer: page-locked host memory
+// (cudaMallocHost), the only host memory an async copy can leave queued, so a step's
+// metadata and outputs cross without the host waiting.
 #pragma once
 
 #include <cstddef>
@@ -7,17 +9,21 @@
 
 namespace arbor::kernels::cuda {
 
-class DeviceBuffer {
+enum class BufferMemory { device, pinned_host };
+
+template <BufferMemory kMemory>
+class Buffer {
  public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  Buffer() = default;
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
 
   // Makes the buffer at least `bytes` long; a growing buffer is reallocated and loses
-  // its contents. False, with `error` saying how much was asked and why it failed.
+  // its contents (freeing waits for the device: work queued on it may still use it).
+  // False, with `error` saying how much was asked and why it failed.
   bool reserve(std::size_t bytes, std::string* error);
   void release();
 
@@ -30,5 +36,11 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+using DeviceBuffer = Buffer<BufferMemory::device>;
+using PinnedBuffer = Buffer<BufferMemory::pinned_host>;
+
+extern template class Buffer<BufferMemory::device>;
+extern template class Buffer<BufferMemory::pinned_host>;
 
 }  // namespace arbor::kernels::cuda

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/ggml_types.hpp"
+#include "kernels/cuda/buffer.hpp"
 
 // block_planes() is called by kernels too; .cpp files see it as a plain function.
 #if defined(__CUDACC__)
@@ -17,7 +18,6 @@
 
 namespace arbor::kernels::cuda {
 
-class DeviceBuffer;
 
 // [rows = out features][cols = in features]. On the device Q4_0, Q4_1 and Q8_0 stay
 // quantized; every other type is uploaded as F32 (model/cuda/cuda_weights.hpp).

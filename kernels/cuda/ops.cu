@@ -12,17 +12,19 @@ unsigned blocks_for(std::int64_t n) { return unsigned((n + kThreads - 1) / kThre
 
 // One block per row; each thread dequantizes whole 32-value blocks of the row (F32
 // rows, whose length need not be a multiple of 32, are copied element by element).
-__global__ void embed_kernel(DeviceMatrix table, const std::int32_t* __restrict__ tokens, float* __restrict__ out) {
+__global__ void embed_kernel(DeviceMatrix table, const std::int32_t* __restrict__ tokens,
+                             const std::int32_t* __restrict__ futures, float* __restrict__ out) {
   const int r = blockIdx.x;
+  const std::int32_t token = tokens[r] >= 0 ? tokens[r] : futures[-(tokens[r] + 1)];
   if (table.type == GgmlType::F32) {
-    const float* src = static_cast<const float*>(table.data) + std::int64_t(tokens[r]) * table.cols;
+    const float* src = static_cast<const float*>(table.data) + std::int64_t(token) * table.cols;
     for (std::int64_t c = threadIdx.x; c < table.cols; c += blockDim.x) out[std::int64_t(r) * table.cols + c] = src[c];
     return;
   }
   const std::int64_t num_blocks = table.cols / 32;
   float v[32];
   for (std::int64_t b = threadIdx.x; b < num_blocks; b += blockDim.x) {
-    dequantize_block(table, tokens[r], b, v);
+    dequantize_block(table, token, b, v);
     float* dst = out + std::int64_t(r) * table.cols + b * 32;
 #pragma unroll
     for (int j = 0; j < 32; ++j) dst[j] = v[j];
@@ -176,8 +178,9 @@ __global__ void gather_kernel(const float* __restrict__ x, const std::int32_t* _
 
 }  // namespace
 
-void embed(const DeviceMatrix& table, const std::int32_t* tokens, int rows, float* out, cudaStream_t stream) {
-  if (rows > 0) embed_kernel<<<unsigned(rows), 128, 0, stream>>>(table, tokens, out);
+void embed(const DeviceMatrix& table, const std::int32_t* tokens, const std::int32_t* futures, int rows, float* out,
+           cudaStream_t stream) {
+  if (rows > 0) embed_kernel<<<unsigned(rows), 128, 0, stream>>>(table, tokens, futures, out);
 }
 
 void rmsnorm(const float* x, const float* weight, int rows, int n, float eps, float* out, cudaStream_t stream) {

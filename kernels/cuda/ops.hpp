@@ -12,8 +12,11 @@
 
 namespace arbor::kernels::cuda {
 
-// out[r] = row tokens[r] of `table` as f32 (table.type: Q4_0, Q4_1, Q8_0 or F32).
-void embed(const DeviceMatrix& table, const std::int32_t* tokens, int rows, float* out, cudaStream_t stream);
+// out[r] = row tokens[r] of `table` as f32 (table.type: Q4_0, Q4_1, Q8_0 or F32). A
+// negative token is a future one (model::future_token): its id is futures[-token - 1],
+// written by the step before (null when no token is negative).
+void embed(const DeviceMatrix& table, const std::int32_t* tokens, const std::int32_t* futures, int rows, float* out,
+           cudaStream_t stream);
 
 // out[r][i] = x[r][i] / sqrt(mean_i(x[r]^2) + eps) * weight[i], for rows of n values.
 void rmsnorm(const float* x, const float* weight, int rows, int n, float eps, float* out, cudaStream_t stream);

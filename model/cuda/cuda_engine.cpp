@@ -3,7 +3,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <deque>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -38,16 +40,15 @@ Result<void> cuda_ok(cudaError_t e, const char* what) {
 
 // A step's row metadata, built on the host and uploaded as one int32 array:
 // [tokens | positions | row_page | row_slot | row_table | logit_rows | page_table |
-//  tile_rows | tile_length | row_start | argmax_out] (tile_*, row_start: shared-prefix
-// tiles of the decode rows and of each prefill run, kernels/cuda/shared_prefix.hpp;
-// argmax_out: room for the greedy rows' ids, written on the device). logit_rows lists the
-// rows whose logits go back to the host first, then the rows that only send back their
-// argmax.
+//  tile_rows | tile_length | row_start] (tokens: future ones negative; tile_*, row_start:
+// shared-prefix tiles of the decode rows and of each prefill run,
+// kernels/cuda/shared_prefix.hpp). logit_rows lists the rows whose logits go back to the
+// host first, then the rows that only send back their argmax.
 struct StepPlan {
   std::vector<std::int32_t> ints;
   int rows = 0, logit_rows = 0, argmax_rows = 0, max_positions = 0;
   std::size_t positions = 0, row_page = 0, row_slot = 0, row_table = 0, logit_row_ids = 0, page_table = 0;
-  std::size_t tile_rows = 0, tile_length = 0, row_start = 0, argmax_out = 0;
+  std::size_t tile_rows = 0, tile_length = 0, row_start = 0;
   int num_tiles = 0, max_tile_length = 0, max_own_positions = 0;
 
   void build(std::span<const SequenceStep> batch, int page_size) {
@@ -101,8 +102,17 @@ struct StepPlan {
     append(tile_rows, tiles.tile_rows);
     append(tile_length, tiles.tile_length);
     append(row_start, tiles.row_start);
-    append(argmax_out, std::vector<std::int32_t>(std::size_t(argmax_rows)));
   }
+};
+
+// What a submitted step keeps until collected: its metadata on the host (the upload
+// reads it when the device gets there), its outputs' pinned destinations and sizes, its
+// greedy rows' ids on the device (the next step's future tokens), its end event.
+struct StepSlot {
+  cu::PinnedBuffer ints, logits, argmax_host;
+  cu::DeviceBuffer argmax;
+  int logit_rows = 0, argmax_rows = 0;
+  cudaEvent_t done = nullptr;
 };
 
 class CudaEngine final : public Engine {
@@ -111,7 +121,10 @@ class CudaEngine final : public Engine {
       : config_(config), device_(device), info_(std::move(info)),
         allocator_(std::make_shared<CudaPageAllocator>(device)) {}
   ~CudaEngine() override {
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // steps not collected end first
     if (graph_exec_ != nullptr) cudaGraphExecDestroy(graph_exec_);
+    for (StepSlot& slot : slots_)
+      if (slot.done != nullptr) cudaEventDestroy(slot.done);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -121,6 +134,9 @@ class CudaEngine final : public Engine {
       return ok;
     std::string error;
     if (!matmul_.init(stream_, &error)) return fail(ErrorCode::internal, "CUDA engine: " + error);
+    for (StepSlot& slot : slots_)
+      if (auto ok = cuda_ok(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming), "cudaEventCreate"); !ok)
+        return ok;
     auto uploaded = CudaWeights::upload(config_, weights);
     if (!uploaded) return std::unexpected(uploaded.error());
     weights_ = std::move(*uploaded);
@@ -158,7 +174,24 @@ class CudaEngine final : public Engine {
   }
 
   Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, StepOutput& out) override {
-    if (auto ok = check_batch(batch, kv); !ok) return ok;
+    if (!in_flight_.empty())
+      return fail(ErrorCode::internal, "CUDA engine: forward() with submitted steps not collected; collect them first");
+    if (auto ok = submit(batch, kv); !ok) return ok;
+    return collect(out);
+  }
+
+  bool asynchronous() const override { return true; }
+
+  // Queues the step: metadata up through a pinned buffer, the kernels (a graph for a
+  // decode step), its outputs down into pinned buffers, then an event. Returns without
+  // waiting. The two slots alternate, so the step queued before keeps its buffers (its
+  // argmax ids are this step's future tokens) until it is collected.
+  Result<void> submit(std::span<const SequenceStep> batch, cache::PagePool& kv) override {
+    if (in_flight_.size() >= kMaxStepsInFlight)
+      return fail(ErrorCode::internal, "CUDA engine: " + std::to_string(kMaxStepsInFlight) +
+                                           " steps are submitted and not collected; collect one first");
+    const std::size_t futures = previous_ == nullptr ? 0 : std::size_t(previous_->argmax_rows);
+    if (auto ok = check_batch(batch, kv, futures); !ok) return ok;
     const cache::KvGeometry& g = kv.geometry();
     if (allocator_->region() == nullptr ||
         std::size_t(kv.num_pages()) * g.bytes_per_page() > allocator_->region_bytes())
@@ -167,21 +200,43 @@ class CudaEngine final : public Engine {
                   "engine's page_allocator()");
     if (auto ok = cuda_ok(cudaSetDevice(device_), "cudaSetDevice"); !ok) return ok;
     plan_.build(batch, g.page_size);
-    if (auto ok = reserve(); !ok) return ok;
-    if (auto ok = cuda_ok(cudaMemcpyAsync(ints_.data(), plan_.ints.data(), plan_.ints.size() * sizeof(std::int32_t),
+    StepSlot& slot = slots_[next_slot_];
+    if (auto ok = reserve(slot); !ok) return ok;
+    std::copy(plan_.ints.begin(), plan_.ints.end(), slot.ints.as<std::int32_t>());
+    if (auto ok = cuda_ok(cudaMemcpyAsync(ints_.data(), slot.ints.data(), plan_.ints.size() * sizeof(std::int32_t),
                                           cudaMemcpyHostToDevice, stream_),
                           "cudaMemcpyAsync (step metadata)");
         !ok)
       return ok;
+    futures_ = previous_ == nullptr ? nullptr : previous_->argmax.as<const std::int32_t>();
+    argmax_out_ = slot.argmax.as<std::int32_t>();
     if (auto ok = run_step_kernels(g); !ok) return ok;
-    return fetch_outputs(out);
+    if (auto ok = enqueue_outputs(slot); !ok) return ok;
+    previous_ = &slot;
+    next_slot_ = (next_slot_ + 1) % slots_.size();
+    in_flight_.push_back(&slot);
+    return {};
+  }
+
+  // Waits for the oldest step's event and hands out its outputs.
+  Result<void> collect(StepOutput& out) override {
+    if (in_flight_.empty()) return fail(ErrorCode::internal, "CUDA engine: no step was submitted to collect");
+    StepSlot& slot = *in_flight_.front();
+    in_flight_.pop_front();
+    if (auto ok = cuda_ok(cudaEventSynchronize(slot.done), "the step's kernels"); !ok) return ok;
+    if (auto ok = cuda_ok(cudaGetLastError(), "the step's kernels"); !ok) return ok;
+    const std::size_t kept = std::size_t(slot.logit_rows - slot.argmax_rows) * std::size_t(config_.vocab_size);
+    out.logits.assign(slot.logits.as<const float>(), slot.logits.as<const float>() + kept);
+    out.argmax.assign(slot.argmax_host.as<const std::int32_t>(),
+                      slot.argmax_host.as<const std::int32_t>() + slot.argmax_rows);
+    return {};
   }
 
  private:
   // Every kernel of the step, in order: embedding, layers, the logit rows' norm and
   // vocabulary matmul, their argmax.
   Result<void> enqueue_step_kernels(const cache::KvGeometry& g) {
-    cu::embed(weights_->token_embd, ints(0), plan_.rows, x_.as<float>(), stream_);
+    cu::embed(weights_->token_embd, ints(0), futures_, plan_.rows, x_.as<float>(), stream_);
     // Each sub-layer finds its input normed in xn_: the first here, the others from the
     // fused residual add that ends the sub-layer before.
     cu::rmsnorm(x_.as<float>(), weights_->layers[0].attn_norm, plan_.rows, config_.hidden, config_.rms_eps,
@@ -313,13 +368,23 @@ class CudaEngine final : public Engine {
             cu::attention_scratch_bytes(a)};
   }
 
-  Result<void> reserve() {
+  Result<void> reserve(StepSlot& slot) {
     const StepSizes s = step_sizes(plan_.rows, plan_.logit_rows, plan_.max_positions);
+    const std::size_t ints_bytes = plan_.ints.size() * sizeof(std::int32_t);
+    const std::size_t argmax_bytes = std::size_t(plan_.argmax_rows) * sizeof(std::int32_t);
+    const std::size_t kept_bytes =
+        std::size_t(plan_.logit_rows - plan_.argmax_rows) * std::size_t(config_.vocab_size) * sizeof(float);
+    std::string error;
+    for (auto [buffer, bytes] : {std::pair{&slot.ints, ints_bytes}, std::pair{&slot.logits, kept_bytes},
+                                 std::pair{&slot.argmax_host, argmax_bytes}})
+      if (!buffer->reserve(bytes, &error))
+        return fail(ErrorCode::out_of_memory, "CUDA engine: no pinned host memory for a step (" + error + ")");
+    if (auto ok = grow(slot.argmax, argmax_bytes); !ok) return ok;
     for (auto [buffer, bytes] : {std::pair{&x_, s.hidden}, std::pair{&xn_, s.hidden}, std::pair{&q_, s.hidden},
                                  std::pair{&attn_, s.hidden}, std::pair{&tmp_, s.hidden}, std::pair{&k_, s.kv},
                                  std::pair{&v_, s.kv}, std::pair{&gate_, s.ffn}, std::pair{&up_, s.ffn},
                                  std::pair{&logits_, s.logits},
-                                 std::pair{&ints_, plan_.ints.size() * sizeof(std::int32_t)},
+                                 std::pair{&ints_, ints_bytes},
                                  std::pair{&attention_scratch_, s.attention}})
       if (auto ok = grow(*buffer, bytes); !ok) return ok;
     return {};
@@ -391,30 +456,28 @@ class CudaEngine final : public Engine {
     if (auto ok = matmul(weights_->output, xn_.as<float>(), n, logits_.as<float>()); !ok) return ok;
     if (greedy > 0)
       cu::argmax_rows(logits_.as<float>() + std::size_t(kept) * std::size_t(config_.vocab_size), greedy,
-                      config_.vocab_size, ints_.as<std::int32_t>() + plan_.argmax_out, stream_);
+                      config_.vocab_size, argmax_out_, stream_);
     return {};
   }
 
-  // The returned rows' logits in one copy, the greedy rows' ids in another; then waits
-  // for the step.
-  Result<void> fetch_outputs(StepOutput& out) {
-    const int greedy = plan_.argmax_rows, kept = plan_.logit_rows - greedy;
-    out.logits.resize(std::size_t(kept) * std::size_t(config_.vocab_size));
-    out.argmax.resize(std::size_t(greedy));
-    if (kept > 0)
-      if (auto ok = cuda_ok(cudaMemcpyAsync(out.logits.data(), logits_.data(), out.logits.size() * sizeof(float),
-                                            cudaMemcpyDeviceToHost, stream_),
-                            "cudaMemcpyAsync (logits)");
-          !ok)
-        return ok;
-    if (greedy > 0)
-      if (auto ok = cuda_ok(cudaMemcpyAsync(out.argmax.data(), ints(plan_.argmax_out),
-                                            out.argmax.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_),
-                            "cudaMemcpyAsync (argmax)");
-          !ok)
-        return ok;
-    if (auto ok = cuda_ok(cudaStreamSynchronize(stream_), "the step's kernels"); !ok) return ok;
-    return cuda_ok(cudaGetLastError(), "the step's kernels");
+  // The returned rows' logits in one copy, the greedy rows' ids in another, both into the
+  // slot's pinned buffers; then the event collect() waits for.
+  Result<void> enqueue_outputs(StepSlot& slot) {
+    slot.logit_rows = plan_.logit_rows;
+    slot.argmax_rows = plan_.argmax_rows;
+    const std::size_t kept = std::size_t(slot.logit_rows - slot.argmax_rows) * std::size_t(config_.vocab_size);
+    if (auto ok = cuda_ok(cudaMemcpyAsync(slot.logits.data(), logits_.data(), kept * sizeof(float),
+                                          cudaMemcpyDeviceToHost, stream_),
+                          "cudaMemcpyAsync (logits)");
+        !ok)
+      return ok;
+    if (auto ok = cuda_ok(cudaMemcpyAsync(slot.argmax_host.data(), slot.argmax.data(),
+                                          std::size_t(slot.argmax_rows) * sizeof(std::int32_t), cudaMemcpyDeviceToHost,
+                                          stream_),
+                          "cudaMemcpyAsync (argmax)");
+        !ok)
+      return ok;
+    return cuda_ok(cudaEventRecord(slot.done, stream_), "cudaEventRecord");
   }
 
   LlamaConfig config_;
@@ -425,6 +488,12 @@ class CudaEngine final : public Engine {
   cu::Matmul matmul_;
   std::unique_ptr<CudaWeights> weights_;
   StepPlan plan_;
+  std::array<StepSlot, kMaxStepsInFlight> slots_;
+  std::size_t next_slot_ = 0;
+  StepSlot* previous_ = nullptr;         // the step submitted last: its argmax are the futures
+  std::deque<StepSlot*> in_flight_;      // submitted, not collected, oldest first
+  const std::int32_t* futures_ = nullptr;  // the step being queued: where its future tokens are,
+  std::int32_t* argmax_out_ = nullptr;     // and where its greedy rows' ids go
   bool graphs_ = true;                     // decode steps through a CUDA graph (ARBOR_CUDA_GRAPHS=0: off)
   bool tensor_core_attention_ = true;      // shared-prefix passes on tensor cores (ARBOR_CUDA_TENSOR_CORE_ATTENTION=0: off)
   cudaGraphExec_t graph_exec_ = nullptr;   // the last step's graph, updated for the next

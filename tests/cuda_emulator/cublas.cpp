@@ -99,31 +99,34 @@ cublasStatus_t gemm(const char* name, cublasHandle_t handle, cublasOperation_t t
                  "ldb %d ldc %d)\n", name, m, n, k, lda, ldb, ldc);
     return CUBLAS_STATUS_EXECUTION_FAILED;
   }
-  // op(A)(i, p) = A[i * a_i + p * a_p], op(B)(p, j) = B[p * b_p + j * b_j].
-  const std::ptrdiff_t a_i = transa == CUBLAS_OP_N ? 1 : lda, a_p = transa == CUBLAS_OP_N ? lda : 1;
-  const std::ptrdiff_t b_p = transb == CUBLAS_OP_N ? 1 : ldb, b_j = transb == CUBLAS_OP_N ? ldb : 1;
-  // op(B) as f32 columns (b_cols[j * k + p]), converted once; op(A) a row at a time.
-  std::vector<float> b_cols(std::size_t(n) * std::size_t(k));
-  for (int j = 0; j < n; ++j)
-    for (int p = 0; p < k; ++p) b_cols[std::size_t(j) * std::size_t(k) + p] = value(B[p * b_p + j * b_j]);
-  auto rows = [&](int i0, int i1) {
-    std::vector<float> a_row(static_cast<std::size_t>(k));
-    for (int i = i0; i < i1; ++i) {
-      for (int p = 0; p < k; ++p) a_row[std::size_t(p)] = value(A[i * a_i + p * a_p]);
-      for (int j = 0; j < n; ++j) {
-        const float sum = dot(a_row.data(), b_cols.data() + std::size_t(j) * std::size_t(k), k);
-        float& c = C[std::size_t(j) * std::size_t(ldc) + i];
-        c = be == 0.f ? al * sum : al * sum + be * c;  // beta 0: C is not read
+  // Queued on the handle's stream, like a kernel: the operands are read when it runs.
+  cuda_emulator::issue(handle->stream, "cublas", [=] {
+    // op(A)(i, p) = A[i * a_i + p * a_p], op(B)(p, j) = B[p * b_p + j * b_j].
+    const std::ptrdiff_t a_i = transa == CUBLAS_OP_N ? 1 : lda, a_p = transa == CUBLAS_OP_N ? lda : 1;
+    const std::ptrdiff_t b_p = transb == CUBLAS_OP_N ? 1 : ldb, b_j = transb == CUBLAS_OP_N ? ldb : 1;
+    // op(B) as f32 columns (b_cols[j * k + p]), converted once; op(A) a row at a time.
+    std::vector<float> b_cols(std::size_t(n) * std::size_t(k));
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p) b_cols[std::size_t(j) * std::size_t(k) + p] = value(B[p * b_p + j * b_j]);
+    auto rows = [&](int i0, int i1) {
+      std::vector<float> a_row(static_cast<std::size_t>(k));
+      for (int i = i0; i < i1; ++i) {
+        for (int p = 0; p < k; ++p) a_row[std::size_t(p)] = value(A[i * a_i + p * a_p]);
+        for (int j = 0; j < n; ++j) {
+          const float sum = dot(a_row.data(), b_cols.data() + std::size_t(j) * std::size_t(k), k);
+          float& c = C[std::size_t(j) * std::size_t(ldc) + i];
+          c = be == 0.f ? al * sum : al * sum + be * c;  // beta 0: C is not read
+        }
       }
-    }
-  };
-  // Rows of C split among the emulator's worker threads, as the grid's blocks are.
-  const int workers = int(std::min<unsigned>(cuda_emulator::worker_threads(), unsigned(m)));
-  std::vector<std::thread> helpers;
-  for (int w = 1; w < workers; ++w) helpers.emplace_back(rows, int(std::int64_t(m) * w / workers),
-                                                         int(std::int64_t(m) * (w + 1) / workers));
-  rows(0, m / workers);
-  for (std::thread& t : helpers) t.join();
+    };
+    // Rows of C split among the emulator's worker threads, as the grid's blocks are.
+    const int workers = int(std::min<unsigned>(cuda_emulator::worker_threads(), unsigned(m)));
+    std::vector<std::thread> helpers;
+    for (int w = 1; w < workers; ++w) helpers.emplace_back(rows, int(std::int64_t(m) * w / workers),
+                                                           int(std::int64_t(m) * (w + 1) / workers));
+    rows(0, m / workers);
+    for (std::thread& t : helpers) t.join();
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -199,6 +199,41 @@ TEST(CudaEmulator, CapturedWorkRunsOnlyWhenTheGraphIsLaunched) {
   cudaFree(d);
 }
 
+// Work issued to a created stream waits until the host waits for it, as on a GPU busy
+// with earlier work: an async copy into pinned memory has not happened before the event
+// after it is waited for, and work issued after that event is still queued then. A copy
+// through pageable memory, a blocking copy or a stream wait runs what is queued first.
+TEST(CudaEmulator, StreamWorkRunsWhenTheHostWaitsForIt) {
+  int* d = device_copy(std::vector<int>(4, 0));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  int* pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), 4 * sizeof(int)), cudaSuccess);
+  std::fill(pinned, pinned + 4, -1);
+  cudaEvent_t copied = nullptr;
+  ASSERT_EQ(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), cudaSuccess);
+  add_kernel<<<1, 4, 0, stream>>>(d, 3);
+  ASSERT_EQ(cudaMemcpyAsync(pinned, d, 4 * sizeof(int), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(copied, stream), cudaSuccess);
+  add_kernel<<<1, 4, 0, stream>>>(d, 4);
+  EXPECT_EQ(std::vector<int>(pinned, pinned + 4), std::vector<int>(4, -1)) << "the copy ran before any wait";
+  ASSERT_EQ(cudaEventSynchronize(copied), cudaSuccess);
+  EXPECT_EQ(std::vector<int>(pinned, pinned + 4), std::vector<int>(4, 3));
+  std::vector<int> pageable(4, -1);  // through pageable memory: the later kernel runs first
+  ASSERT_EQ(cudaMemcpyAsync(pageable.data(), d, 4 * sizeof(int), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+  EXPECT_EQ(pageable, std::vector<int>(4, 7));
+  add_kernel<<<1, 4, 0, stream>>>(d, 1);
+  EXPECT_EQ(host_copy(d, 4), std::vector<int>(4, 8)) << "a blocking copy waits for every stream";
+  add_kernel<<<1, 4, 0, stream>>>(d, 1);
+  ASSERT_EQ(cudaMemcpyAsync(pinned, d, 4 * sizeof(int), cudaMemcpyDeviceToHost, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(std::vector<int>(pinned, pinned + 4), std::vector<int>(4, 9));
+  cudaEventDestroy(copied);
+  cudaFreeHost(pinned);
+  cudaStreamDestroy(stream);
+  cudaFree(d);
+}
+
 // What a capture cannot hold invalidates it: its end fails and leaves no graph.
 TEST(CudaEmulator, ACaptureRefusesHostCopiesAndWaits) {
   int* d = device_copy(std::vector<int>(4, 0));

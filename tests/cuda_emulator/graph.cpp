@@ -1,5 +1,5 @@
 // The emulated graphs: stream capture records each operation issued to the stream as a
-// node (a copy of its arguments), a graph launch runs the nodes in order. Capture rules
+// node (a copy of its arguments), a graph launch queues the nodes, to run in order. Capture rules
 // the backend must respect on a GPU are enforced: no nested or unended capture, nothing
 // that waits for the capturing stream, and (stricter than CUDA, which allows pinned
 // memory) no host<->device copy or cuBLAS call inside it.
@@ -78,7 +78,10 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (exec == nullptr) return set_last_error(cudaErrorInvalidValue);
   if (cuda_emulator::capturing(stream)) return cuda_emulator::refuse_in_capture(stream, "a graph launch");
   ++cuda_emulator::graphs;
-  for (GraphNode& node : exec->nodes) node.work();
+  // The launch runs the nodes as they are now: a later update changes later launches only.
+  cuda_emulator::issue(stream, "graph", [nodes = exec->nodes]() mutable {
+    for (GraphNode& node : nodes) node.work();
+  });
   return cudaSuccess;
 }
 

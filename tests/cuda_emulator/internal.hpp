@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@ struct CUstream_st {
   unsigned flags = 0;
   bool capturing = false, capture_invalidated = false;
   std::vector<GraphNode> captured;  // while capturing
+  std::deque<GraphNode> queued;     // issued and not yet run, oldest first
 };
 
 namespace cuda_emulator {
@@ -26,6 +29,13 @@ cudaError_t set_last_error(cudaError_t e);
 
 // True when [p, p + bytes) lies inside one live cudaMalloc allocation.
 bool is_device_range(const void* p, std::size_t bytes);
+// True when [p, p + bytes) lies inside one live cudaMallocHost allocation.
+bool is_pinned_range(const void* p, std::size_t bytes);
+
+// Runs the stream's queued work in order: all of it, or until `done` holds after a node
+// (stream.cpp). run_all_queued: every stream's (what a device-wide wait does).
+void run_queued(cudaStream_t stream, const std::function<bool()>& done = {});
+void run_all_queued();
 
 // OS threads that run a grid's blocks (and share out a cublasSgemm):
 // ARBOR_CUDA_EMULATOR_THREADS, else the cores, at most 4. Each thread has its own fibers,

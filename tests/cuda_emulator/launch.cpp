@@ -343,13 +343,18 @@ std::atomic<std::uint64_t> grids{0};
 
 std::uint64_t grids_launched() { return grids.load(); }
 
-void run_grid(const LaunchConfig& config, void (*body)(void*), void* context) {
+bool launch_accepted(const LaunchConfig& config) {
   if (active != nullptr) fatal("%s:%d: a kernel launched from inside a kernel (not emulated)", config.file, config.line);
   if (const char* why = bad_configuration(config)) {
     std::fprintf(stderr, "cuda emulator: the launch at %s:%d has %s\n", config.file, config.line, why);
     set_last_error(cudaErrorInvalidConfiguration);
-    return;
+    return false;
   }
+  return true;
+}
+
+void run_grid(const LaunchConfig& config, void (*body)(void*), void* context) {
+  if (!launch_accepted(config)) return;
   ++grids;
   const unsigned long long blocks = 1ull * config.grid.x * config.grid.y * config.grid.z;
   std::atomic<unsigned long long> next_block{0};

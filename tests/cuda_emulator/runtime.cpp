@@ -28,7 +28,6 @@ struct Memory {
   std::mutex mutex;
   std::map<const char*, std::size_t> allocations;  // start -> bytes
   std::size_t allocated = 0;
-  std::set<CUstream_st*> streams;
 };
 Memory& memory() {
   static Memory m;
@@ -136,8 +135,6 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-
 cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   *ptr = nullptr;
   auto& m = cuda_emulator::memory();
@@ -155,8 +152,10 @@ cudaError_t cudaMalloc(void** ptr, std::size_t bytes) {
   return cudaSuccess;
 }
 
+// Waits for every stream first, as cudaFree synchronizes the device.
 cudaError_t cudaFree(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
+  cuda_emulator::run_all_queued();
   auto& m = cuda_emulator::memory();
   std::lock_guard lock(m.mutex);
   auto it = m.allocations.find(static_cast<const char*>(ptr));
@@ -176,8 +175,10 @@ cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
-  if (bytes == 0) return cudaSuccess;
+namespace {
+
+// Whether a copy of `kind` has its ends where the kind says (else the reason printed).
+bool copy_kind_matches(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
   using cuda_emulator::is_device_range;
   const bool dst_device = is_device_range(dst, bytes), src_device = is_device_range(src, bytes);
   bool ok = true;
@@ -188,65 +189,60 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
     case cudaMemcpyHostToHost: ok = !src_device && !dst_device; break;
     case cudaMemcpyDefault: break;
   }
-  if (!ok) {
+  if (!ok)
     std::fprintf(stderr,
                  "cuda emulator: cudaMemcpy kind %d of %zu bytes: destination %s device memory, source %s "
                  "(each must match the kind)\n",
                  int(kind), bytes, dst_device ? "is" : "is not", src_device ? "is" : "is not");
-    return set_last_error(cudaErrorInvalidValue);
-  }
+  return ok;
+}
+
+// The host end of a copy, when it has one.
+const void* host_end(void* dst, const void* src, cudaMemcpyKind kind) {
+  return kind == cudaMemcpyHostToDevice ? src : kind == cudaMemcpyDeviceToHost ? dst : nullptr;
+}
+
+}  // namespace
+
+// Blocking: waits for every stream first (as the legacy stream's copies do).
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  if (!copy_kind_matches(dst, src, bytes, kind)) return set_last_error(cudaErrorInvalidValue);
+  cuda_emulator::run_all_queued();
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 
+// Queued when both ends are device or pinned memory; through pageable memory the copy
+// is done (after the stream's earlier work) before the call returns, as a driver
+// staging it does.
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
-  if (cuda_emulator::capturing(stream)) {
-    if (kind != cudaMemcpyDeviceToDevice)
-      return cuda_emulator::refuse_in_capture(stream, "a copy from or to host memory");
-    cuda_emulator::record(stream, "memcpy", [=] { cudaMemcpy(dst, src, bytes, kind); });
+  if (bytes == 0) return cudaSuccess;
+  if (cuda_emulator::capturing(stream) && kind != cudaMemcpyDeviceToDevice)
+    return cuda_emulator::refuse_in_capture(stream, "a copy from or to host memory");
+  if (!copy_kind_matches(dst, src, bytes, kind)) return set_last_error(cudaErrorInvalidValue);
+  const void* host = host_end(dst, src, kind);
+  if (host != nullptr && !cuda_emulator::is_pinned_range(host, bytes)) {
+    cuda_emulator::run_queued(stream);
+    std::memmove(dst, src, bytes);
     return cudaSuccess;
   }
-  return cudaMemcpy(dst, src, bytes, kind);
+  cuda_emulator::issue(stream, "memcpy", [=] { std::memmove(dst, src, bytes); });
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   if (!cuda_emulator::is_device_range(dst, bytes)) return set_last_error(cudaErrorInvalidValue);
+  cuda_emulator::run_all_queued();
   std::memset(dst, value, bytes);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t stream) {
-  if (cuda_emulator::capturing(stream)) {
-    cuda_emulator::record(stream, "memset", [=] { cudaMemset(dst, value, bytes); });
-    return cudaSuccess;
-  }
-  return cudaMemset(dst, value, bytes);
-}
-
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
-  auto& m = cuda_emulator::memory();
-  std::lock_guard lock(m.mutex);
-  *stream = new CUstream_st;
-  (*stream)->flags = flags;
-  m.streams.insert(*stream);
-  return cudaSuccess;
-}
-
-cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
-
-cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  auto& m = cuda_emulator::memory();
-  std::lock_guard lock(m.mutex);
-  if (m.streams.erase(stream) == 0) return set_last_error(cudaErrorInvalidValue);
-  delete stream;
-  return cudaSuccess;
-}
-
-// Work is done when it is issued: every stream is always idle (a capturing one cannot
-// be waited for).
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  if (cuda_emulator::capturing(stream)) return cuda_emulator::refuse_in_capture(stream, "cudaStreamSynchronize");
+  if (bytes == 0) return cudaSuccess;
+  if (!cuda_emulator::is_device_range(dst, bytes)) return set_last_error(cudaErrorInvalidValue);
+  cuda_emulator::issue(stream, "memset", [=] { std::memset(dst, value, bytes); });
   return cudaSuccess;
 }

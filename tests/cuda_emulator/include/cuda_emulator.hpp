@@ -9,9 +9,16 @@
 // kernels executed as CUDA defines them: every thread of a block is a fiber, so
 // __syncthreads and warp shuffles are real barriers, and a kernel that would deadlock or
 // shuffle with an exited lane stops the program with a message naming the launch.
-// Blocks run on a few OS threads; streams are synchronous (a launch returns when its grid
-// is done). What it cannot model: timing, the memory model (races between threads), GPU
-// resource limits beyond the launch-configuration checks, cuBLAS's exact rounding.
+// Blocks run on a few OS threads. Streams are asynchronous, as on a GPU that has not got
+// to the work yet: what is issued to a created stream (launches, async copies to or from
+// pinned memory, cuBLAS calls, events, graphs) is queued and runs only when the host
+// waits for it (cudaStreamSynchronize, cudaEventSynchronize up to that event,
+// cudaDeviceSynchronize, and the calls that synchronize implicitly: blocking copies and
+// memsets, cudaFree, cudaFreeHost, a copy through pageable memory, work on the legacy
+// stream). So host code that reads a result before waiting for it, or reuses a pinned
+// buffer a queued copy still reads, gets the wrong bytes here as it could on a GPU.
+// What it cannot model: timing, the memory model (races between threads), GPU resource
+// limits beyond the launch-configuration checks, cuBLAS's exact rounding.
 //
 // The .cu files reach g++ through tests/cuda_emulator/rewrite_launches.cmake, which turns
 // `kernel<<<grid, block, shared, stream>>>(args)` into
@@ -103,6 +110,20 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaM
                             cudaStream_t stream = nullptr);
 cudaError_t cudaMemset(void* dst, int value, std::size_t bytes);
 cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t stream = nullptr);
+
+// Page-locked host memory: the only host memory an async copy leaves queued (a copy
+// through pageable memory completes before it returns).
+cudaError_t cudaMallocHost(void** ptr, std::size_t bytes);
+cudaError_t cudaFreeHost(void* ptr);
+
+// Events: a record is queued on its stream; synchronizing runs the stream up to it.
+struct CUevent_st;
+using cudaEvent_t = CUevent_st*;
+inline constexpr unsigned cudaEventDefault = 0, cudaEventDisableTiming = 2;
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
@@ -227,6 +248,13 @@ std::uint64_t graphs_launched();
 // node of kind `kind`, run when the graph is launched).
 bool capturing(cudaStream_t stream);
 void record(cudaStream_t stream, const char* kind, std::function<void()> work);
+// Issues work to `stream` (stream.cpp): a node of its graph when capturing; queued on a
+// created stream, to run when the host waits for it; on the legacy stream (null), run now,
+// after every stream's queue. ran_on_queue() is true inside queued work.
+void issue(cudaStream_t stream, const char* kind, std::function<void()> work);
+// The checks a launch makes before it is queued: false (last error set, the reason
+// printed) for a bad configuration; a launch from inside a kernel aborts.
+bool launch_accepted(const LaunchConfig& config);
 // An operation a capture cannot hold: the capture is invalidated (its end fails).
 cudaError_t refuse_in_capture(cudaStream_t stream, const char* what);
 
@@ -259,13 +287,9 @@ void operator*(void (*kernel)(P...), PendingLaunch<A...>&& launch) {
     std::tuple<std::decay_t<P>...> params;
   } call{kernel, std::apply([](auto&... a) { return std::tuple<std::decay_t<P>...>(a...); }, launch.args)};
   void (*body)(void*) = [](void* c) { std::apply(static_cast<Call*>(c)->kernel, static_cast<Call*>(c)->params); };
-  if (capturing(launch.config.stream)) {  // the graph keeps its own copy of the arguments
-    record(launch.config.stream, "kernel", [config = launch.config, call, body]() mutable {
-      run_grid(config, body, &call);
-    });
-    return;
-  }
-  run_grid(launch.config, body, &call);
+  if (!launch_accepted(launch.config)) return;
+  // The queue (or the graph) keeps its own copy of the arguments.
+  issue(launch.config.stream, "kernel", [config = launch.config, call, body]() mutable { run_grid(config, body, &call); });
 }
 
 template <class T>

@@ -22,18 +22,21 @@ using testing::to_device;
 using testing::to_host;
 using testing::worst_ratio;
 
+// Rows 2 and 4 are future tokens (model::future_token), their ids read from `futures`.
 TEST(CudaOps, EmbeddingMatchesDequantizedRows) {
   ARBOR_REQUIRE_CUDA();
   std::mt19937 rng(1);
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::F32}) {
     const std::int64_t vocab = 37, cols = 96;
     const auto bytes = random_weights(rng, type, vocab, cols);
-    const std::vector<std::int32_t> tokens = {0, 36, 5, 5, 17};
+    const std::vector<std::int32_t> tokens = {0, 36, 5, 5, 17}, fed = {0, 36, -1, 5, -2}, futures = {5, 17};
     DeviceBuffer d_table;
     const DeviceMatrix table = testing::upload(type, bytes, vocab, cols, d_table);
-    auto d_tokens = to_device(tokens);
+    auto d_fed = to_device(fed);
+    auto d_futures = to_device(futures);
     DeviceBuffer d_out = to_device(std::vector<float>(tokens.size() * cols));
-    embed(table, d_tokens.as<std::int32_t>(), int(tokens.size()), d_out.as<float>(), nullptr);
+    embed(table, d_fed.as<std::int32_t>(), d_futures.as<std::int32_t>(), int(tokens.size()), d_out.as<float>(),
+          nullptr);
     const auto got = to_host<float>(d_out, tokens.size() * cols);
     std::vector<float> want(tokens.size() * cols);
     for (std::size_t r = 0; r < tokens.size(); ++r)

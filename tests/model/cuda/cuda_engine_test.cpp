@@ -20,6 +20,7 @@
 #include "model/kv_sequence.hpp"
 #include "model/synthetic_model.hpp"
 #include "tests/model/argmax_rows_check.hpp"
+#include "tests/model/future_tokens_check.hpp"
 #include "tests/model/tiny_llama.hpp"
 
 namespace arbor::model {
@@ -176,6 +177,24 @@ TEST(CudaEngine, ArgmaxRowsNameTheirLargestLogit) {
   ASSERT_TRUE(gpu.engine);
   testing::expect_argmax_rows_follow_logits(*gpu.engine, *gpu.pool, 1e-5f);
   EXPECT_EQ(gpu.pool->num_used(), 0);
+}
+
+// Overlap: a step queued behind another (not yet collected) reads that step's argmax ids
+// on the device as its future tokens (the shared check of
+// tests/model/future_tokens_check.hpp). On the F32 tiny model every step launches kernel
+// by kernel; on the quantized SmolLM2 shape every step is a CUDA graph, updated in place
+// while the launch before it is still queued.
+TEST(CudaEngine, SubmittedStepsTakeFutureTokensFromTheStepBefore) {
+  ARBOR_REQUIRE_CUDA();
+  auto tiny = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
+  auto quantized = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
+  for (const auto* m : {&tiny, &quantized}) {
+    Side gpu(cuda_engine(**m), 16, 64);
+    ASSERT_TRUE(gpu.engine);
+    EXPECT_TRUE(gpu.engine->asynchronous());
+    testing::expect_future_tokens_follow_argmax(*gpu.engine, *gpu.pool, 1e-5f);
+    EXPECT_EQ(gpu.pool->num_used(), 0);
+  }
 }
 
 // Kernels per layer of a batch-1 decode step over a short context (each costs the

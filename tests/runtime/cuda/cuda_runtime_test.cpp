@@ -36,11 +36,12 @@ const std::string& synthetic_model_path() {
   return model.path;
 }
 
-std::unique_ptr<Runtime> cuda_runtime() {
+std::unique_ptr<Runtime> cuda_runtime(bool overlap = true) {
   RuntimeConfig c;
   c.model_path = synthetic_model_path();
   c.device = DeviceChoice::cuda;
   c.kv_memory_mb = 512;
+  c.overlap = overlap;
   return make_runtime(c);
 }
 
@@ -78,6 +79,30 @@ TEST(CudaRuntime, ReportsTheDeviceAndGenerates) {
   ASSERT_TRUE(out) << out.error().describe();
   EXPECT_EQ(out->generated_tokens, 12u);
   expect_clean(*rt);
+}
+
+// Overlap on the device: a team's decode steps queued behind each other, greedy rows fed
+// the step before's argmax on the device, give every agent the output of steps that
+// each wait for the one before (--no-overlap), and free every page.
+TEST(CudaRuntime, OverlappedStepsGiveTheOutputsOfStepsThatWait) {
+  ARBOR_REQUIRE_CUDA();
+  auto overlapped = cuda_runtime(true), waiting = cuda_runtime(false);
+  ASSERT_TRUE(overlapped && waiting);
+  EXPECT_NE(overlapped->device_info().find("steps overlapped: on"), std::string::npos) << overlapped->device_info();
+  EXPECT_NE(waiting->device_info().find("steps overlapped: off"), std::string::npos) << waiting->device_info();
+  const auto workflow = team_workflow("team", long_system("rivers", 1), 3, 8);
+  const RunResult a = run_text(*overlapped, workflow), b = run_text(*waiting, workflow);
+  ASSERT_EQ(a.status, RunStatus::ok) << to_json(a);
+  ASSERT_EQ(b.status, RunStatus::ok) << to_json(b);
+  ASSERT_EQ(a.agents.size(), b.agents.size());
+  for (const auto& x : a.agents) {
+    const AgentResult* y = agent(b, x.id);
+    ASSERT_TRUE(y) << x.id;
+    EXPECT_EQ(x.output, y->output) << x.id;
+    EXPECT_GT(x.generated_tokens, 0u) << x.id;
+  }
+  expect_clean(*overlapped);
+  expect_clean(*waiting);
 }
 
 }  // namespace
