@@ -14,7 +14,9 @@
 #      --agents 1,8,64 --prefix-documents 4` (a ~4.2k-token SharedPrefix) on the SmolLM2
 #      shape; the SmolLM2 shape's decode again with ARBOR_CUDA_GRAPHS=0 (what the CUDA
 #      graphs save: decode steps launched kernel by kernel), and the Llama-3-8B shape's pp4096
-#      with ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 (the prefill tiles' attention on CUDA cores).
+#      with ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 (the prefill tiles' attention on CUDA cores);
+#      bench engine also measures greedy decode with each step waiting vs overlapped, and
+#      the 64-agent workflow runs again with --no-overlap (what overlap saves end to end).
 # Writes $OUT/device_check.json (every step: status, seconds, figures) and
 # $OUT/device_check.log ($OUT defaults to build-device/). Exit 0 when every step passed.
 # ARBOR_DEVICE_LLAMA_LAYERS (default 32) trims the Llama-3-8B model for a smoke run.
@@ -121,6 +123,11 @@ if [ -x "$bin/arbor" ]; then
       --kv-mem 8192 --json >"$out/bench_workflow.json"
   }
   run bench_workflow "$out/bench_workflow.json" bench_workflow
+  bench_workflow_no_overlap() {  # 64 agents, each step waiting for the one before
+    "$bin/arbor" bench workflow --device cuda --model "$work/smollm2.gguf" --agents 64 --prefix-documents 4 \
+      --kv-mem 8192 --no-overlap --json >"$out/bench_workflow_no_overlap.json"
+  }
+  run bench_workflow_no_overlap "$out/bench_workflow_no_overlap.json" bench_workflow_no_overlap
 fi
 
 total=$(( $(date +%s) - started ))

@@ -3,7 +3,8 @@
 // tokens/s) and aggregate decode tokens/s at each --batch size (default 1,8), KV bytes
 // per token and peak RSS; and decode of sub-agents over a shared prefix: the prefix's
 // pages shared (as readers of one cached SharedPrefix hold them) against private copies
-// of the same context, side by side.
+// of the same context, side by side; and greedy decode as the scheduler runs it (each
+// row's argmax fed back), each step waiting for the one before vs overlapped.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -47,6 +48,11 @@ std::vector<model::TokenId> random_tokens(int n, int vocab, std::uint32_t seed) 
 struct EngineFigures {
   std::vector<double> prefill;  // per prompt length
   std::vector<double> decode;   // aggregate, per batch size (batch 1: tg128)
+};
+
+// Greedy decode per batch size (greedy_decode_rate), aggregate tokens/s.
+struct GreedyFigures {
+  std::vector<double> waiting, overlapped;
 };
 
 // Decode steps measured at a batch size: llama-bench's tg128 at batch 1.
@@ -120,6 +126,49 @@ Result<double> shared_prefix_decode_rate(model::Engine& engine, int vocab, int b
   return rate;
 }
 
+// Greedy decode as the scheduler runs it: every row asks for its argmax id
+// (LogitsMode::last_argmax), the next step's token. Without overlap each step is collected
+// before the next is built from the ids it returned; overlapped, step k+1 is submitted
+// before step k is collected, its tokens step k's ids where the engine left them
+// (model::future_token), as BatchEngine's overlap does. Aggregate tokens/s.
+Result<double> greedy_decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab,
+                                  bool overlapped) {
+  std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
+  for (int i = 0; i < batch; ++i) {
+    auto prompt = random_tokens(kDecodePrompt, vocab, 300 + std::uint32_t(i));
+    model::KvSequence& s = seqs[std::size_t(i)];
+    if (auto r = model::prefill(engine, pool, s, prompt, 512, model::LogitsMode::none); !r)
+      return std::unexpected(r.error());
+    if (auto r = model::reserve_pages(s, pool, kDecodePrompt + steps); !r) return std::unexpected(r.error());
+  }
+  std::vector<model::TokenId> next(std::size_t(batch), 1), futures;
+  for (int i = 0; i < batch; ++i) futures.push_back(model::future_token(std::size_t(i)));
+  auto submit = [&](int step, const std::vector<model::TokenId>& tokens) {
+    std::vector<model::SequenceStep> rows;
+    for (int i = 0; i < batch; ++i)
+      rows.push_back({std::span(&tokens[std::size_t(i)], 1), kDecodePrompt + step, seqs[std::size_t(i)].pages,
+                      model::LogitsMode::last_argmax});
+    return engine.submit(rows, pool);
+  };
+  model::StepOutput out;
+  Result<void> ok;
+  int in_flight = 0;
+  const auto t0 = Clock::now();
+  for (int step = 0; step < steps && ok; ++step) {
+    ok = submit(step, overlapped && step > 0 ? futures : next);
+    if (!ok) break;
+    if (++in_flight == 1 && overlapped && step + 1 < steps) continue;  // step 0 stays queued
+    ok = engine.collect(out);
+    --in_flight;
+    if (ok && !overlapped) next = out.argmax;
+  }
+  while (in_flight-- > 0) (void)engine.collect(out);  // the step left queued (or after an error)
+  const double seconds = seconds_since(t0);
+  for (auto& s : seqs) model::release(s, pool);
+  if (!ok) return std::unexpected(ok.error());
+  return double(batch) * steps / seconds;
+}
+
 Result<EngineFigures> measure(model::Engine& engine, cache::PagePool& pool, int vocab, int reps,
                               const std::vector<int>& prompts, const std::vector<int>& batches) {
   EngineFigures f;
@@ -144,6 +193,22 @@ Result<EngineFigures> measure(model::Engine& engine, cache::PagePool& pool, int 
       f.decode[b] += *rate / reps;
     }
   return f;
+}
+
+// greedy_decode_rate at each batch size, waiting and overlapped side by side.
+Result<GreedyFigures> measure_greedy(model::Engine& engine, cache::PagePool& pool, int vocab, int reps,
+                                    const std::vector<int>& batches) {
+  GreedyFigures g;
+  g.waiting.assign(batches.size(), 0.0);
+  g.overlapped.assign(batches.size(), 0.0);
+  for (int r = 0; r < reps; ++r)
+    for (std::size_t b = 0; b < batches.size(); ++b)
+      for (const bool overlapped : {false, true}) {
+        auto rate = greedy_decode_rate(engine, pool, batches[b], decode_steps(batches[b]), vocab, overlapped);
+        if (!rate) return std::unexpected(rate.error());
+        (overlapped ? g.overlapped : g.waiting)[b] += *rate / reps;
+      }
+  return g;
 }
 
 }  // namespace
@@ -181,6 +246,7 @@ int bench_engine(const BenchEngineOptions& o) {
   // Both activation precisions side by side, in one process (the machine is noisy).
   std::vector<std::pair<std::string, EngineFigures>> results;
   SharedPrefixFigures prefix_figures;  // with the first precision measured
+  GreedyFigures greedy;                // likewise
   cache::KvGeometry geometry;
   std::string device_used, device_info;
   for (const Precision precision : {Precision::accurate, Precision::fast}) {
@@ -199,6 +265,11 @@ int bench_engine(const BenchEngineOptions& o) {
       if (pool.storage_error())
         return std::fprintf(stderr, "arbor: %s\n", pool.storage_error()->describe().c_str()), kExitFailed;
       figures = measure(**engine, pool, m.config().vocab_size, reps, prompts, batches);
+      if (figures && results.empty()) {
+        auto measured = measure_greedy(**engine, pool, m.config().vocab_size, reps, batches);
+        if (!measured) figures = std::unexpected(measured.error());
+        else greedy = std::move(*measured);
+      }
     }
     if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
     // The activation precision is a CPU setting (its int8 matmuls): other devices keep
@@ -237,6 +308,11 @@ int bench_engine(const BenchEngineOptions& o) {
         if (const auto ratio = over_batch1(f, b)) figures["batch" + batch + "_speedup"] = *ratio;
       }
     }
+    for (std::size_t b = 0; b < batches.size(); ++b)
+      j["greedy_decode"]["batch" + std::to_string(batches[b])] = {
+          {"waiting_tokens_per_s", greedy.waiting[b]},
+          {"overlapped_tokens_per_s", greedy.overlapped[b]},
+          {"speedup", greedy.overlapped[b] / greedy.waiting[b]}};
     if (o.shared_prefix > 0)
       j["shared_prefix_decode"] = {{"prefix_tokens", o.shared_prefix},
                                    {"batch", o.shared_batch},
@@ -263,6 +339,11 @@ int bench_engine(const BenchEngineOptions& o) {
         std::printf("\n");
       }
     }
+    std::printf("greedy decode (%s activations; argmax fed back), each step waiting vs queued behind the one before:\n",
+                results.front().first.c_str());
+    for (std::size_t b = 0; b < batches.size(); ++b)
+      std::printf("  batch %-8d %8.1f vs %8.1f tokens/s (%.2fx)\n", batches[b], greedy.waiting[b],
+                  greedy.overlapped[b], greedy.overlapped[b] / greedy.waiting[b]);
     if (o.shared_prefix > 0)
       std::printf("decode batch %d over a %d-token prefix (%s activations): %.1f tokens/s with its pages shared, "
                   "%.1f with private copies (%.2fx)\n",

@@ -560,7 +560,7 @@ TEST(Cli, BenchClusterComputesEachDocumentOnceWhenCacheAware) {
 // document (over 2,000 tokens of it), and with the cache the shared prefix is still
 // computed once (computed == ideal), without it once per agent.
 // The engine benchmark measures each prompt length and batch size asked for, each batch
-// against batch 1.
+// against batch 1, and greedy decode at each batch size with steps waiting and overlapped.
 TEST(Cli, BenchEngineMeasuresEachPromptLengthAndBatchSize) {
   REQUIRE_ARBOR();
   const Output o = run("bench engine --reps 1 --prompt 32,80 --batch 1,3 --shared-prefix 0 --precision fast --json");
@@ -576,6 +576,11 @@ TEST(Cli, BenchEngineMeasuresEachPromptLengthAndBatchSize) {
   EXPECT_FALSE(f.contains("batch8_decode_tokens_per_s")) << o.out;
   EXPECT_NEAR(f["batch3_speedup"].get<double>(),
               f["batch3_decode_tokens_per_s"].get<double>() / f["tg128_tokens_per_s"].get<double>(), 1e-9);
+  for (const char* batch : {"batch1", "batch3"}) {
+    const auto& g = j["greedy_decode"][batch];
+    EXPECT_GT(g["waiting_tokens_per_s"].get<double>(), 0.0) << batch << " in " << o.out;
+    EXPECT_GT(g["overlapped_tokens_per_s"].get<double>(), 0.0) << batch << " in " << o.out;
+  }
 }
 
 TEST(Cli, BenchWorkflowPrefixDocumentsLengthenTheSharedPrefix) {
