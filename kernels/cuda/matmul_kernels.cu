@@ -175,17 +175,17 @@ __global__ void to_half_saturated_kernel(const float* __restrict__ x, std::int64
 
 }  // namespace
 
-void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream) {
-  const unsigned grid = unsigned((w.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  auto* kernel = &gemv_kernel<false>;  // (a template-id before <<< would not survive the emulator's rewrite)
-  kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, x, nullptr, m, y);
-}
-
+// One warp per weight row, kWarpsPerBlock rows a block; `up` null: plain, else gated.
 void gemv_quantized_gated(const DeviceMatrix& w, const float* gate, const float* up, int m, float* y,
                           cudaStream_t stream) {
   const unsigned grid = unsigned((w.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  auto* kernel = &gemv_kernel<true>;
+  // (a template-id before <<< would not survive the emulator's rewrite)
+  auto* kernel = up == nullptr ? &gemv_kernel<false> : &gemv_kernel<true>;
   kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, gate, up, m, y);
+}
+
+void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream) {
+  gemv_quantized_gated(w, x, nullptr, m, y, stream);
 }
 
 void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream) {

@@ -249,14 +249,8 @@ class CudaEngine final : public Engine {
   }
 
   // Whether this step's kernels may go through a graph: no cuBLAS call among them (every
-  // matrix quantized, at most kQuantizedGemmMaxRows rows: decode steps) and the scratch
-  // they use already allocated.
-  bool step_fits_a_graph() {
-    if (!graphs_ || plan_.rows > cu::kQuantizedGemmMaxRows) return false;
-    if (!weights_->kernels_only(plan_.rows)) return false;
-    std::string error;
-    return matmul_.reserve_activations(plan_.rows, std::max(config_.hidden, config_.ffn_dim), &error);
-  }
+  // matrix quantized, at most kQuantizedGemmMaxRows rows: decode steps).
+  bool step_fits_a_graph() const { return graphs_ && weights_->kernels_only(plan_.rows); }
 
   // A decode step is hundreds of small kernels (8-10 a layer): launched one by one, a small
   // model's step is bound by the host's launch cost. Captured into a graph instead and
@@ -266,6 +260,11 @@ class CudaEngine final : public Engine {
   // for this engine (logged) and the step runs launch by launch.
   Result<void> run_step_kernels(const cache::KvGeometry& g) {
     if (!step_fits_a_graph()) return enqueue_step_kernels(g);
+    // A capture may not allocate: the matmuls' f16 activation scratch is grown first (a
+    // failure here shows again, with its message, when the step runs without a graph).
+    std::string error;
+    if (!matmul_.reserve_activations(plan_.rows, std::max(config_.hidden, config_.ffn_dim), &error))
+      return enqueue_step_kernels(g);
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess)
       return graphs_failed("cudaStreamBeginCapture", g);
     Result<void> enqueued = enqueue_step_kernels(g);
@@ -396,6 +395,13 @@ class CudaEngine final : public Engine {
     return {};
   }
 
+  // y = w (silu(gate) * up); gate is overwritten where the gating is not fused.
+  Result<void> matmul_gated(const cu::DeviceMatrix& w, float* gate, const float* up, std::int64_t m, float* y) {
+    std::string error;
+    if (!matmul_.run_gated(w, gate, up, m, y, &error)) return fail(ErrorCode::internal, "CUDA engine: " + error);
+    return {};
+  }
+
   // Matrices applied to the same activations: one launch for all when the GEMV applies.
   Result<void> matmul_group(std::span<const cu::MatmulTarget> targets, const float* x, std::int64_t m) {
     std::string error;
@@ -432,9 +438,9 @@ class CudaEngine final : public Engine {
     const int rows = plan_.rows, hidden = config_.hidden;
     const cu::MatmulTarget gate_up[] = {{w.gate, gate_.as<float>()}, {w.up, up_.as<float>()}};
     if (auto ok = matmul_group(gate_up, xn_.as<float>(), rows); !ok) return ok;
-    std::string error;  // SwiGLU gating fused into the down projection's GEMV where it applies
-    if (!matmul_.run_gated(w.down, gate_.as<float>(), up_.as<const float>(), rows, tmp_.as<float>(), &error))
-      return fail(ErrorCode::internal, "CUDA engine: " + error);
+    // SwiGLU gating fused into the down projection's GEMV where it applies.
+    if (auto ok = matmul_gated(w.down, gate_.as<float>(), up_.as<const float>(), rows, tmp_.as<float>()); !ok)
+      return ok;
     // The residual, and the next layer's attention norm of it (the last layer's rows
     // are normed by compute_logits, for the rows that want logits only).
     if (layer + 1 < config_.num_layers) {
