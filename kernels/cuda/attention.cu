@@ -1,6 +1,7 @@
-// Paged attention (see attention.hpp). One warp per (row, query head, split): lanes hold
-// interleaved elements of the head (element lane + 32 j, j < kLanes), so q.k is a
-// per-lane partial dot and a warp reduction, and the weighted V sum stays in registers.
+// Paged attention (see attention.hpp). One warp per (row, query heads of one KV head,
+// split): lanes hold interleaved elements of the head (element lane + 32 j, j < kLanes),
+// so q.k is a per-lane partial dot and a warp reduction, and the weighted V sum stays in
+// registers; the K/V a warp loads serve its 1-4 query heads (GQA).
 // The kernels are instantiated for kLanes 2, 4 and 8 (head_dim up to 64, 128, 256) and
 // launched with the smallest that holds the head: registers scale with kLanes, so a
 // 64-wide head does not pay for 256.
@@ -147,32 +148,44 @@ __device__ WarpItem warp_item(std::int64_t item, int num_heads, int num_splits) 
 }
 
 // A row's own pass: positions row_start..row_pos, one split per warp (split s covers
-// row_start + s * positions_per_split onwards).
-template <int kLanes>
+// row_start + s * positions_per_split onwards), for kGroup query heads that read the same
+// KV head (GQA): each K/V element is loaded once for all of them, and their kGroup score
+// reductions are independent, so their shuffles overlap.
+template <int kLanes, int kGroup>
 __global__ void attention_split_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
   const std::int64_t item = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const Split split = plan.own;
-  if (item >= std::int64_t(b.num_rows) * b.num_q_heads * split.num_splits) return;
-  const auto [r, h, s] = warp_item(item, b.num_q_heads, split.num_splits);
-  const int kv_head = h / (b.num_q_heads / b.num_kv_heads);
+  const int head_groups = b.num_q_heads / kGroup;
+  if (item >= std::int64_t(b.num_rows) * head_groups * split.num_splits) return;
+  const auto [r, g, s] = warp_item(item, head_groups, split.num_splits);
+  const int h0 = g * kGroup;  // heads h0 .. h0 + kGroup - 1, all of one KV head
+  const int kv_head = h0 / (b.num_q_heads / b.num_kv_heads);
   const int first = b.row_start != nullptr ? b.row_start[r] : 0;
   const int begin = first + s * split.positions_per_split;
   const int end = min(b.row_pos[r] + 1, begin + split.positions_per_split);  // causal: up to row_pos
 
-  float q[kLanes], k[kLanes], v[kLanes];
-  load_q(b, r, h, lane, q);
-  RowState<kLanes> st;
-  st.reset();
+  float q[kGroup][kLanes], k[kLanes], v[kLanes];
+  RowState<kLanes> st[kGroup];
+#pragma unroll
+  for (int i = 0; i < kGroup; ++i) {
+    load_q(b, r, h0 + i, lane, q[i]);
+    st[i].reset();
+  }
   const std::int32_t* table = b.page_table + b.row_table[r];
   for (int t = begin; t < end; ++t) {
     load_kv(b, table, kv_head, t, lane, k, v);
-    st.add(score_of(q, k, b.scale), v);
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i) st[i].add(score_of(q[i], k, b.scale), v);
   }
-  if (plan.slots() == 1)  // the row's one state: no merge
-    st.store_output(b.out + (std::int64_t(r) * b.num_q_heads + h) * b.head_dim, lane, b.head_dim);
-  else
-    st.store(state_at(scratch, b, r, h, s, plan.slots()), lane, b.head_dim);
+#pragma unroll
+  for (int i = 0; i < kGroup; ++i) {
+    const int h = h0 + i;
+    if (plan.slots() == 1)  // the row's one state: no merge
+      st[i].store_output(b.out + (std::int64_t(r) * b.num_q_heads + h) * b.head_dim, lane, b.head_dim);
+    else
+      st[i].store(state_at(scratch, b, r, h, s, plan.slots()), lane, b.head_dim);
+  }
 }
 
 // A tile's shared pass on CUDA cores: positions of one split of the shared part for 8
@@ -373,16 +386,44 @@ unsigned blocks_for(std::int64_t warps, int warps_per_block = kWarpsPerBlock) {
   return unsigned((warps + warps_per_block - 1) / warps_per_block);
 }
 
+// Query heads a warp of the own pass takes (kGroup): the most of 4, 3, 2 that divides the
+// heads sharing a KV head and keeps kGroup * kLanes <= 16 floats of queries a lane.
+template <int kLanes>
+int heads_per_warp(const PagedAttentionBatch& b) {
+  const int group = b.num_q_heads / b.num_kv_heads;
+  for (int g : {4, 3, 2})
+    if (group % g == 0 && g * kLanes <= 16) return g;
+  return 1;
+}
+
+// The own pass's kernel for kGroup heads a warp; combinations heads_per_warp never picks
+// are not instantiated.
+template <int kLanes, int kGroup>
+constexpr auto split_kernel() {
+  if constexpr (kGroup * kLanes <= 16) return &attention_split_kernel<kLanes, kGroup>;
+  else return &attention_split_kernel<kLanes, 1>;
+}
+
+// The own pass with `heads` heads a warp.
+template <int kLanes>
+void launch_split(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, int heads, cudaStream_t stream) {
+  auto* kernel = heads == 4   ? split_kernel<kLanes, 4>()
+                 : heads == 3 ? split_kernel<kLanes, 3>()
+                 : heads == 2 ? split_kernel<kLanes, 2>()
+                              : split_kernel<kLanes, 1>();
+  const std::int64_t warps = std::int64_t(batch.num_rows) * (batch.num_q_heads / heads) * plan.own.num_splits;
+  kernel<<<blocks_for(warps), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+}
+
 // The three passes for heads of at most 32 * kLanes elements. (Kernel pointers first:
 // a template-id before <<< >>> would not survive the CUDA emulator's rewrite.)
 template <int kLanes>
 void launch(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, cudaStream_t stream) {
-  auto* split_kernel = &attention_split_kernel<kLanes>;
   auto* shared_kernel = &attention_shared_kernel<kLanes>;
   auto* shared_mma_kernel = &attention_shared_mma_kernel<kLanes>;
   auto* merge_kernel = &attention_merge_kernel<kLanes>;
   const std::int64_t items = std::int64_t(batch.num_rows) * batch.num_q_heads;
-  split_kernel<<<blocks_for(items * plan.own.num_splits), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+  launch_split<kLanes>(batch, plan, scratch, heads_per_warp<kLanes>(batch), stream);
   if (plan.shared.num_splits > 0) {
     const std::int64_t tile_items = std::int64_t(batch.num_tiles) * batch.num_q_heads * plan.shared.num_splits;
     if (shared_pass_uses_tensor_cores(batch)) {

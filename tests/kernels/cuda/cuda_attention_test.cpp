@@ -178,6 +178,11 @@ TEST(CudaAttention, BatchedDecodeRowsOfManySequencesMatchReference) {
   run_case({32, 8, 128, 16, {{0, 1}, {15, 1}, {16, 1}, {100, 1}, {511, 1}}}, 12);
   run_case({8, 8, 80, 4, {{3, 1}, {0, 1}, {6, 1}}}, 13);  // no GQA, head_dim not a power of two
   run_case({4, 2, 256, 16, {{40, 1}, {17, 1}, {33, 5}}}, 19);  // the widest head (8 elements a lane)
+  // A warp takes the query heads of one KV head, up to 4: groups of 8 (two warps a KV
+  // head), 7 (one head a warp), 6 at 8 elements a lane (2 heads a warp).
+  run_case({16, 2, 64, 16, {{30, 1}, {200, 1}}}, 25);
+  run_case({14, 2, 64, 4, {{9, 1}, {70, 1}}}, 26);
+  run_case({12, 2, 256, 16, {{50, 1}, {3, 1}}}, 27);
 }
 
 TEST(CudaAttention, LongContextsSplitAndMergeLikeOnePass) {
