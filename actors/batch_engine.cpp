@@ -706,7 +706,8 @@ CacheSnapshot BatchEngine::snapshot() const {
   x.pages_locked = s.pool.protected_pages;
   x.pages_cached_idle = s.pool.idle_pages;
   x.evictions = s.total.evicted_pages;
-  x.live_sequences = int(live_.size());
+  // Finished sequences whose row is still in flight (overlap) are not live.
+  x.live_sequences = int(std::count_if(live_.begin(), live_.end(), [](const auto& l) { return bool(l->p.done); }));
   x.queued_requests = int(queue_.size());
   x.pins = s.num_pins;
   x.pages_pinned = int(s.pinned_pages);

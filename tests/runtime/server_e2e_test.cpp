@@ -240,11 +240,17 @@ TEST_F(ServerE2E, StopCancelsStreamsWhichStillEndCleanly) {
   auto config = parse_server_config(R"({"port":0,"limits":{"drain_seconds":0}})");
   ASSERT_TRUE(config.has_value());
   start_server(*config);
+  const std::uint64_t generated_before = runtime_->cache_stats().generated_tokens;
   auto held = std::async(std::launch::async, [&] { return chat("", "Tell me a long story.", 256, true); });
-  ASSERT_TRUE(eventually([&] { return server_->api().inflight() == 1; }));
+  // The stream is open once a token has gone to it (before that, a stop is a 503: the
+  // generation was cancelled before its reply began). The cache actor answers the stats
+  // after the step whose token callbacks opened it.
+  ASSERT_TRUE(eventually(
+      [&] { return server_->api().inflight() == 1 && runtime_->cache_stats().generated_tokens > generated_before; }));
   server_->stop();
   auto r = held.get();
-  EXPECT_EQ(r.status, 200);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_FALSE(sse_payloads(r.body).empty()) << r.body;
   EXPECT_EQ(sse_payloads(r.body).back(), "[DONE]");
   EXPECT_EQ(server_->api().inflight(), 0);
   EXPECT_EQ(runtime_->cache_stats().pages_locked, 0);
