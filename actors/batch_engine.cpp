@@ -306,11 +306,12 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
   // next is built and queued behind it, and is collected after.
   if (in_flight_ && (!overlap_ || needs_host_sampling(*in_flight_))) collect_in_flight();
   Submitted next = schedule();
+  const BatchShape shape = next.shape;
   const bool queued = !next.rows.empty() && submit(next);
   if (in_flight_) collect_in_flight();
   if (queued) in_flight_ = std::move(next);
   if (!overlap_ && in_flight_) collect_in_flight();
-  return next.shape;
+  return shape;
 }
 
 // One decode row per decoding sequence, then prefill chunks, within max_step_tokens.

@@ -62,8 +62,16 @@ Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool
       if (is_future_token(t)) t = previous_argmax_[future_index(t)];
     steps[i].tokens = resolved[i];
   }
+  // Outputs reuse the buffers collect() took back, so a step allocates no logits anew.
   StepOutput out;
-  if (auto ok = forward(steps, kv, out); !ok) return ok;
+  if (!spare_.empty()) {
+    out = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  if (auto ok = forward(steps, kv, out); !ok) {
+    spare_.push_back(std::move(out));
+    return ok;
+  }
   previous_argmax_ = out.argmax;
   submitted_.push_back(std::move(out));
   return {};
@@ -71,7 +79,8 @@ Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool
 
 Result<void> Engine::collect(StepOutput& out) {
   if (submitted_.empty()) return fail(ErrorCode::internal, "engine: no step was submitted to collect");
-  out = std::move(submitted_.front());
+  std::swap(out, submitted_.front());  // the caller's old buffers become a spare
+  spare_.push_back(std::move(submitted_.front()));
   submitted_.pop_front();
   return {};
 }

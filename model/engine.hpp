@@ -139,6 +139,7 @@ class Engine {
 
  private:
   std::deque<StepOutput> submitted_;       // the default submit()'s outputs, oldest first
+  std::vector<StepOutput> spare_;          // buffers collect() took back, for the next steps
   std::vector<TokenId> previous_argmax_;   // what the last submit()'s step returned as argmax
 };
 

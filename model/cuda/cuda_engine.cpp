@@ -472,17 +472,19 @@ class CudaEngine final : public Engine {
     slot.logit_rows = plan_.logit_rows;
     slot.argmax_rows = plan_.argmax_rows;
     const std::size_t kept = std::size_t(slot.logit_rows - slot.argmax_rows) * std::size_t(config_.vocab_size);
-    if (auto ok = cuda_ok(cudaMemcpyAsync(slot.logits.data(), logits_.data(), kept * sizeof(float),
-                                          cudaMemcpyDeviceToHost, stream_),
-                          "cudaMemcpyAsync (logits)");
-        !ok)
-      return ok;
-    if (auto ok = cuda_ok(cudaMemcpyAsync(slot.argmax_host.data(), slot.argmax.data(),
-                                          std::size_t(slot.argmax_rows) * sizeof(std::int32_t), cudaMemcpyDeviceToHost,
-                                          stream_),
-                          "cudaMemcpyAsync (argmax)");
-        !ok)
-      return ok;
+    if (kept > 0)
+      if (auto ok = cuda_ok(cudaMemcpyAsync(slot.logits.data(), logits_.data(), kept * sizeof(float),
+                                            cudaMemcpyDeviceToHost, stream_),
+                            "cudaMemcpyAsync (logits)");
+          !ok)
+        return ok;
+    if (slot.argmax_rows > 0)
+      if (auto ok = cuda_ok(cudaMemcpyAsync(slot.argmax_host.data(), slot.argmax.data(),
+                                            std::size_t(slot.argmax_rows) * sizeof(std::int32_t),
+                                            cudaMemcpyDeviceToHost, stream_),
+                            "cudaMemcpyAsync (argmax)");
+          !ok)
+        return ok;
     return cuda_ok(cudaEventRecord(slot.done, stream_), "cudaEventRecord");
   }
 
