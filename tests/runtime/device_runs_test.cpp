@@ -75,18 +75,6 @@ GenerateRequest raw(const std::string& prompt, int max_tokens) {
   return r;
 }
 
-void expect_same_outputs(const RunResult& with, const RunResult& without) {
-  ASSERT_EQ(with.status, RunStatus::ok) << to_json(with);
-  ASSERT_EQ(without.status, RunStatus::ok) << to_json(without);
-  ASSERT_EQ(with.agents.size(), without.agents.size());
-  for (const auto& a : with.agents) {
-    const AgentResult* other = agent(without, a.id);
-    ASSERT_TRUE(other) << a.id;
-    EXPECT_EQ(a.output, other->output) << a.id;
-    EXPECT_GT(a.generated_tokens, 0u) << a.id;
-  }
-}
-
 TEST_P(RuntimeOnDevice, GenerationsWithTheCacheEqualGenerationsWithout) {
   auto cached = runtime(true), uncached = runtime(false);
   ASSERT_TRUE(cached && uncached);

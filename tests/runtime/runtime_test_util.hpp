@@ -101,6 +101,19 @@ inline const AgentResult* agent(const RunResult& r, const std::string& id) {
   return nullptr;
 }
 
+// Two runs of one workflow both ok, every agent with output, the same output in each.
+inline void expect_same_outputs(const RunResult& with, const RunResult& without) {
+  ASSERT_EQ(with.status, RunStatus::ok) << to_json(with);
+  ASSERT_EQ(without.status, RunStatus::ok) << to_json(without);
+  ASSERT_EQ(with.agents.size(), without.agents.size());
+  for (const auto& a : with.agents) {
+    const AgentResult* other = agent(without, a.id);
+    ASSERT_TRUE(other) << a.id;
+    EXPECT_EQ(a.output, other->output) << a.id;
+    EXPECT_GT(a.generated_tokens, 0u) << a.id;
+  }
+}
+
 // After every case: nothing locked, every cache invariant holds.
 inline void expect_clean(Runtime& rt) {
   const auto s = rt.cache_stats();

@@ -91,16 +91,7 @@ TEST(CudaRuntime, OverlappedStepsGiveTheOutputsOfStepsThatWait) {
   EXPECT_NE(overlapped->device_info().find("steps overlapped: on"), std::string::npos) << overlapped->device_info();
   EXPECT_NE(waiting->device_info().find("steps overlapped: off"), std::string::npos) << waiting->device_info();
   const auto workflow = team_workflow("team", long_system("rivers", 1), 3, 8);
-  const RunResult a = run_text(*overlapped, workflow), b = run_text(*waiting, workflow);
-  ASSERT_EQ(a.status, RunStatus::ok) << to_json(a);
-  ASSERT_EQ(b.status, RunStatus::ok) << to_json(b);
-  ASSERT_EQ(a.agents.size(), b.agents.size());
-  for (const auto& x : a.agents) {
-    const AgentResult* y = agent(b, x.id);
-    ASSERT_TRUE(y) << x.id;
-    EXPECT_EQ(x.output, y->output) << x.id;
-    EXPECT_GT(x.generated_tokens, 0u) << x.id;
-  }
+  expect_same_outputs(run_text(*overlapped, workflow), run_text(*waiting, workflow));
   expect_clean(*overlapped);
   expect_clean(*waiting);
 }
