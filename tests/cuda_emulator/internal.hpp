@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,17 @@ namespace cuda_emulator {
 
 // Records `e` as the last error (cudaGetLastError returns and clears it) and returns it.
 cudaError_t set_last_error(cudaError_t e);
+
+// Allocations by start address (start -> bytes), and whether [p, p + bytes) lies
+// inside one of them (the caller holds the lock that guards the map).
+using Allocations = std::map<const char*, std::size_t>;
+inline bool inside_one(const Allocations& allocations, const void* p, std::size_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  auto it = allocations.upper_bound(c);
+  if (it == allocations.begin()) return false;
+  --it;
+  return c >= it->first && c + bytes <= it->first + it->second;
+}
 
 // True when [p, p + bytes) lies inside one live cudaMalloc allocation.
 bool is_device_range(const void* p, std::size_t bytes);

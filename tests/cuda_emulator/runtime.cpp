@@ -26,7 +26,7 @@ std::size_t memory_bytes() { return std::size_t(env_int("ARBOR_CUDA_EMULATOR_MEM
 
 struct Memory {
   std::mutex mutex;
-  std::map<const char*, std::size_t> allocations;  // start -> bytes
+  Allocations allocations;
   std::size_t allocated = 0;
 };
 Memory& memory() {
@@ -42,13 +42,9 @@ cudaError_t set_last_error(cudaError_t e) {
 }
 
 bool is_device_range(const void* p, std::size_t bytes) {
-  const char* c = static_cast<const char*>(p);
   Memory& m = memory();
   std::lock_guard lock(m.mutex);
-  auto it = m.allocations.upper_bound(c);
-  if (it == m.allocations.begin()) return false;
-  --it;
-  return c >= it->first && c + bytes <= it->first + it->second;
+  return inside_one(m.allocations, p, bytes);
 }
 
 void fatal(const char* format, ...) {

@@ -29,8 +29,8 @@ std::set<CUstream_st*>& streams() {
   static std::set<CUstream_st*> s;
   return s;
 }
-std::map<const char*, std::size_t>& pinned() {  // start -> bytes
-  static std::map<const char*, std::size_t> p;
+Allocations& pinned() {
+  static Allocations p;
   return p;
 }
 
@@ -38,11 +38,7 @@ std::map<const char*, std::size_t>& pinned() {  // start -> bytes
 
 bool is_pinned_range(const void* p, std::size_t bytes) {
   std::lock_guard lock(streams_mutex());
-  const char* c = static_cast<const char*>(p);
-  auto it = pinned().upper_bound(c);
-  if (it == pinned().begin()) return false;
-  --it;
-  return c >= it->first && c + bytes <= it->first + it->second;
+  return inside_one(pinned(), p, bytes);
 }
 
 void issue(cudaStream_t stream, const char* kind, std::function<void()> work) {
