@@ -19,17 +19,6 @@ std::uint64_t splitmix64(std::uint64_t& x) {
 
 std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-bool more_probable(const TokenProb& a, const TokenProb& b) {
-  return a.prob != b.prob ? a.prob > b.prob : a.id < b.id;
-}
-
-void renormalise(std::vector<TokenProb>& c) {
-  double sum = 0;
-  for (const auto& t : c) sum += t.prob;
-  if (sum <= 0) return;
-  for (auto& t : c) t.prob = float(t.prob / sum);
-}
-
 }  // namespace
 
 SamplerRng::SamplerRng(std::uint64_t seed) {
@@ -54,75 +43,21 @@ std::int32_t argmax(std::span<const float> logits) {
   return kernels::cpu::argmax(logits.data(), int(logits.size()));
 }
 
-std::vector<TokenProb> softmax_candidates(std::span<const float> logits, float temperature) {
-  std::vector<TokenProb> c;
-  if (logits.empty()) return c;
-  const float inv_t = 1.0f / (temperature > 0 ? temperature : 1.0f);
-  const float max = logits[argmax(logits)];
-  c.reserve(logits.size());
-  double sum = 0;
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    const float p = std::isfinite(logits[i]) || logits[i] == max ? std::exp((logits[i] - max) * inv_t) : 0.0f;
-    c.push_back({std::int32_t(i), p});
-    sum += p;
-  }
-  for (auto& t : c) t.prob = float(t.prob / sum);
-  std::sort(c.begin(), c.end(), more_probable);
-  return c;
-}
-
-void keep_top_k(std::vector<TokenProb>& c, int k) {
-  if (k <= 0 || std::size_t(k) >= c.size()) return;
-  c.resize(std::size_t(k));
-  renormalise(c);
-}
-
-void keep_top_p(std::vector<TokenProb>& c, float p) {
-  if (p >= 1.0f || c.empty()) return;
-  double mass = 0;
-  std::size_t n = 0;
-  while (n < c.size()) {
-    mass += c[n].prob;
-    ++n;
-    if (mass >= double(p)) break;
-  }
-  c.resize(std::max<std::size_t>(n, 1));
-  renormalise(c);
-}
-
 Sampler::Sampler(const SamplingSettings& settings)
     : temperature_(float(settings.temperature)),
       top_k_(settings.top_k),
       top_p_(float(settings.top_p)),
       rng_(settings.seed) {}
 
+TokenDraw Sampler::next_draw() {
+  TokenDraw draw{temperature_, top_k_, top_p_};
+  if (!draw.greedy()) draw.uniform = rng_.uniform();
+  return draw;
+}
+
 std::int32_t Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) return -1;
-  if (is_greedy()) return argmax(logits);
-  std::vector<TokenProb> c;
-  if (top_k_ > 0 && std::size_t(top_k_) < logits.size()) {
-    // Only the top k matter: select them before the softmax sort (O(V log k)).
-    std::vector<std::int32_t> ids(logits.size());
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t(i);
-    std::partial_sort(ids.begin(), ids.begin() + top_k_, ids.end(),
-                      [&](std::int32_t a, std::int32_t b) {
-                        return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
-                      });
-    std::vector<float> top(static_cast<std::size_t>(top_k_));
-    for (int i = 0; i < top_k_; ++i) top[i] = logits[ids[i]];
-    c = softmax_candidates(top, temperature_);
-    for (auto& t : c) t.id = ids[t.id];
-  } else {
-    c = softmax_candidates(logits, temperature_);
-  }
-  keep_top_p(c, top_p_);
-  const double u = rng_.uniform();
-  double cumulative = 0;
-  for (const auto& t : c) {
-    cumulative += t.prob;
-    if (u < cumulative) return t.id;
-  }
-  return c.back().id;  // rounding left u just above the total
+  return draw_token(logits, next_draw(), weights_);
 }
 
 std::int32_t Sampler::sample(std::span<const float> logits, const TokenMask& allowed) {

@@ -2,13 +2,14 @@
 // per-sequence RNG (same seed + same logits -> same tokens, on every platform: the RNG
 // and the draw are Arbor's own, not <random>'s implementation-defined distributions).
 //
-// Pipeline (sample): temperature <= 0 or top_k == 1 -> argmax. Otherwise softmax of
-// logits / temperature, keep the top_k most probable (0 = all), renormalise, keep the
-// smallest most-probable prefix whose mass >= top_p, draw with the RNG.
+// sample(logits) draws with model/token_draw.hpp's rule (temperature, top-k, top-p;
+// greedy when temperature <= 0 or top_k == 1), taking one uniform number from the
+// sequence's RNG per sampled token. next_draw() hands that draw out instead, for a
+// backend that samples the row where its logits are (the engine's LogitsMode::last_token).
 // Settings: SamplingSettings (common/sampling_settings.hpp); the Sampler reads
 // temperature, top_k, top_p and seed (temperature and top_p as float).
 // A Sampler holds one sequence's RNG state: not thread-safe, one per sequence.
-// Cost: O(V) greedy; O(V log k) with top_k, O(V log V) with top_p only.
+// Cost: O(V) greedy; O(V) expected otherwise (no sort).
 //
 // Constrained decoding (json_constraint.hpp): sample(logits, allowed) runs the same
 // pipeline with every token outside `allowed` at -infinity before temperature, top-k
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "common/sampling_settings.hpp"
+#include "model/token_draw.hpp"
 
 namespace arbor::model {
 
@@ -38,21 +40,10 @@ class SamplerRng {
   std::uint64_t s_[4];
 };
 
-struct TokenProb {
-  std::int32_t id;
-  float prob;
-};
-
 // Index of the largest logit (the lowest index among equal maxima, NaNs skipped); -1
 // when empty. Vectorized (kernels/cpu/ops.hpp): at batch 64 it was most of a step's
 // host work.
 std::int32_t argmax(std::span<const float> logits);
-// softmax(logits / temperature), sorted by probability descending (ties: lower id first).
-std::vector<TokenProb> softmax_candidates(std::span<const float> logits, float temperature);
-// Keep the k most probable (k <= 0: all) and renormalise. Input sorted as above.
-void keep_top_k(std::vector<TokenProb>& candidates, int k);
-// Keep the smallest prefix whose probability mass is >= p, and renormalise.
-void keep_top_p(std::vector<TokenProb>& candidates, float p);
 
 class Sampler {
  public:
@@ -61,14 +52,18 @@ class Sampler {
   std::int32_t sample(std::span<const float> logits);
   // Picks among `allowed` only (same RNG use as sample()); -1 when nothing is allowed.
   std::int32_t sample(std::span<const float> logits, const TokenMask& allowed);
-  bool is_greedy() const { return temperature_ <= 0.0f || top_k_ == 1; }
+  // This sequence's next draw (its settings and, unless greedy, the RNG's next uniform
+  // number): sample(logits) is draw_token(logits, next_draw()).
+  TokenDraw next_draw();
+  bool is_greedy() const { return TokenDraw{temperature_, top_k_, top_p_}.greedy(); }
 
  private:
   float temperature_;
   int top_k_;
   float top_p_;
   SamplerRng rng_;
-  std::vector<float> masked_;  // scratch for masked sampling
+  std::vector<float> masked_;   // scratch for masked sampling
+  std::vector<float> weights_;  // draw_token's scratch
 };
 
 }  // namespace arbor::model

@@ -121,7 +121,9 @@ TEST_F(ConstrainedModel, EveryOutputParsesAndValidates) {
     const auto& prompt = prompts[std::size_t(cases) % prompts.size()];
     const auto& sampling = samplings[std::size_t(cases) % samplings.size()];
     SCOPED_TRACE(schema);
-    const Output out = generate(*compiled, schema, prompt, sampling, 200);
+    // The budget covers the longest bounded documents (4 items of 3 strings of up to 32
+    // characters each take over 200 tokens).
+    const Output out = generate(*compiled, schema, prompt, sampling, 400);
     EXPECT_TRUE(out.complete) << "incomplete after " << out.tokens << " tokens: " << out.text;
     // A regression: offered \u escapes for every code point, SmolLM2 spelled letters as
     // \u0041-style escapes (six tokens a letter, then lost its way).
