@@ -316,13 +316,15 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
 
 // One decode row per decoding sequence, then prefill chunks, within max_step_tokens.
 // A sequence whose previous step is still in flight continues from what that step
-// will have computed: its next prefill chunk, or (when that step returns its next
-// token as an argmax on the device) a decode row whose token is that future argmax.
+// will have computed: its next prefill chunk, or (when that step draws its next token
+// where the logits are) a decode row whose token is that future token.
 BatchEngine::Submitted BatchEngine::schedule() {
   Submitted next;
   int budget = config_.max_step_tokens;
   auto add = [&](Live& l, std::span<const model::TokenId> tokens, model::LogitsMode logits) {
-    next.steps.push_back({tokens, int(l.scheduled), cache_->page_table(l.seq), logits});
+    // One draw (one RNG step) per row that will return a token.
+    const model::TokenDraw draw = logits == model::LogitsMode::last_token ? l.sampler->next_draw() : model::TokenDraw{};
+    next.steps.push_back({tokens, int(l.scheduled), cache_->page_table(l.seq), logits, draw});
     next.rows.push_back(&l);
     budget -= int(tokens.size());
   };
@@ -356,13 +358,13 @@ BatchEngine::Submitted BatchEngine::schedule() {
 bool BatchEngine::needs_host_sampling(const Submitted& s) {
   for (std::size_t i = 0; i < s.rows.size(); ++i)
     if (s.rows[i]->p.done && s.steps[i].logits != model::LogitsMode::none &&
-        s.steps[i].logits != model::LogitsMode::last_argmax)
+        s.steps[i].logits != model::LogitsMode::last_token)
       return true;
   return false;
 }
 
 // Queues the step on the engine; on failure its sequences fail and false. Each row's
-// sequence is then in flight, and the argmax rows' outputs are the next step's futures.
+// sequence is then in flight, and the drawn tokens are the next step's futures.
 bool BatchEngine::submit(Submitted& s) {
   const auto start = std::chrono::steady_clock::now();
   const auto ok = config_.engine->submit(s.steps, cache_->pool());
@@ -372,12 +374,12 @@ bool BatchEngine::submit(Submitted& s) {
     return false;
   }
   for (auto& l : live_) l->future.reset();  // futures name the previous step's outputs only
-  std::size_t argmax = 0;
+  std::size_t drawn = 0;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     Live& l = *s.rows[i];
     ++l.in_flight;
     l.scheduled += s.steps[i].tokens.size();
-    if (s.steps[i].logits == model::LogitsMode::last_argmax) l.future = argmax++;
+    if (s.steps[i].logits == model::LogitsMode::last_token) l.future = drawn++;
   }
   return true;
 }
@@ -402,14 +404,14 @@ void BatchEngine::collect(Submitted& s) {
     return;
   }
   const std::size_t vocab = std::size_t(config_.model->config().vocab_size);
-  std::size_t logits_row = 0, argmax_row = 0;
+  std::size_t logits_row = 0, token_row = 0;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     Live& l = *s.rows[i];
     const model::SequenceStep& step = s.steps[i];
-    std::optional<std::int32_t> engine_argmax;
+    std::optional<std::int32_t> drawn;
     std::span<const float> row;
-    if (step.logits == model::LogitsMode::last_argmax)
-      engine_argmax = step_out_.argmax[argmax_row++];
+    if (step.logits == model::LogitsMode::last_token)
+      drawn = step_out_.tokens[token_row++];
     else if (step.logits != model::LogitsMode::none)
       row = std::span<const float>(step_out_.logits.data() + logits_row++ * vocab, vocab);
     if (!l.p.done) continue;  // finished while the step ran: its row's output is dropped
@@ -430,12 +432,14 @@ void BatchEngine::collect(Submitted& s) {
       }
       l.decoding = true;
     }
-    on_token(l, engine_argmax ? *engine_argmax : sample(l, row));
+    on_token(l, drawn ? *drawn : sample(l, row));
   }
 }
 
 model::LogitsMode BatchEngine::sampling_output(const Live& live) {
-  return !live.constraint && live.sampler->is_greedy() ? model::LogitsMode::last_argmax : model::LogitsMode::last;
+  // The engine draws every unconstrained row (model/token_draw.hpp, the sampler's rule);
+  // a JSON Schema's mask is applied on the host, to the row's logits.
+  return !live.constraint ? model::LogitsMode::last_token : model::LogitsMode::last;
 }
 
 std::int32_t BatchEngine::sample(Live& l, std::span<const float> logits) {

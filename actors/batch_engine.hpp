@@ -34,9 +34,10 @@
 //      closes finished sequences (locks released; cached pages stay).
 //   With overlap (BatchEngineConfig::overlap), 3 of step N runs after 1 and 2 of step
 //   N+1 have queued it on the engine behind N: the host's work hides behind the device's.
-//   A greedy sequence's row in N+1 takes its token from N's argmax on the device
-//   (model::future_token); a step whose rows the host must sample (temperature, JSON
-//   schema) is collected before the next is built. Tokens reach callbacks a step later.
+//   A sequence's row in N+1 takes its token from what N draws on the device, greedy or
+//   sampled (model::future_token); a step with rows the host must sample (under a JSON
+//   schema's mask) is collected before the next is built. Tokens reach callbacks a step
+//   later.
 // Tool pins (SeqRequest::pin_ttl_ms, release_pin): a request that asks for one leaves
 // its computed history pinned when it finishes, for pin_ttl_ms, while the agent's tool
 // runs; the continuation request releases it once admitted (its own lock then holds
@@ -116,7 +117,7 @@ struct BatchEngineConfig {
   // must not block nor call into the cache actor. Empty: none.
   std::function<void(const KvEvent&)> kv_events;
   // Overlap (SGLang's overlap scheduler): build and queue step N+1 while step N runs on
-  // the engine (model::Engine::submit/collect), greedy rows taking step N's argmax as
+  // the engine (model::Engine::submit/collect), rows taking the tokens step N draws as
   // future tokens. Unset: on when the engine is asynchronous (a device). A sequence that
   // stops at step N has had a row of step N+1 computed for nothing; on a synchronous
   // engine that is all overlap changes, so it is off there by default.
@@ -193,7 +194,7 @@ class BatchEngine {
     std::size_t prompt_len = 0, cached = 0, computed = 0, committed = 0;
     std::size_t scheduled = 0;  // computed, plus the tokens of its rows in flight
     int in_flight = 0;          // steps holding a row of it, submitted and not collected
-    std::optional<std::size_t> future;  // its argmax's index in the step submitted last
+    std::optional<std::size_t> future;  // its drawn token's index in the step submitted last
     bool decoding = false;
     std::unique_ptr<model::Sampler> sampler;
     std::unique_ptr<model::StopChecker> stop;
@@ -243,8 +244,8 @@ class BatchEngine {
   // evictions since the last line, the pool. Costs a cache stats walk: debug only.
   void trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished);
   std::int32_t sample(Live& live, std::span<const float> logits);
-  // What a row that ends its prompt or decodes asks the engine for: a greedy row without
-  // a constraint only needs its argmax, which a device computes where the logits are.
+  // What a row that ends its prompt or decodes asks the engine for: a row without a
+  // constraint only needs its token, which a device draws where the logits are.
   static model::LogitsMode sampling_output(const Live& live);
   void on_token(Live& live, std::int32_t token);
   void finish(Live& live, FinishReason reason);

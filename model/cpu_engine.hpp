@@ -49,7 +49,8 @@ class CpuEngine final : public Engine {
   std::int64_t capacity_rows_ = 0;
   // Scratch activations, [rows][dim] each.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_;
-  std::vector<float> all_logits_;  // every output row's logits, when some reduce to an argmax
+  std::vector<float> all_logits_;   // every output row's logits, when some reduce to a drawn token
+  std::vector<std::vector<float>> draw_scratch_;  // draw_token's, one per pool thread
   std::vector<const std::uint16_t*> k_pages_, v_pages_;  // every sequence's, back to back
   std::vector<kernels::cpu::PagedAttentionArgs> attention_args_;
 };

@@ -37,7 +37,7 @@ Result<void> Engine::check_batch(std::span<const SequenceStep> batch, const cach
       if (is_future_token(t) && future_index(t) >= futures)
         return fail(ErrorCode::invalid_argument,
                     where + "future token " + std::to_string(future_index(t)) + " is not among the " +
-                        std::to_string(futures) + " argmax outputs of the step submitted before");
+                        std::to_string(futures) + " tokens the step submitted before draws");
       if (t >= c.vocab_size)
         return fail(ErrorCode::invalid_argument, where + "token id " + std::to_string(t) +
                                                      " is outside the vocabulary (0.." +
@@ -51,7 +51,7 @@ Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool
   if (submitted_.size() >= kMaxStepsInFlight)
     return fail(ErrorCode::internal, "engine: " + std::to_string(kMaxStepsInFlight) +
                                                     " steps are submitted and not collected; collect one first");
-  if (auto ok = check_batch(batch, kv, previous_argmax_.size()); !ok) return ok;
+  if (auto ok = check_batch(batch, kv, previous_tokens_.size()); !ok) return ok;
   // Future tokens become the ids they stand for: this host engine has them already.
   std::vector<std::vector<TokenId>> resolved(batch.size());
   std::vector<SequenceStep> steps(batch.begin(), batch.end());
@@ -59,7 +59,7 @@ Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool
     if (std::none_of(steps[i].tokens.begin(), steps[i].tokens.end(), is_future_token)) continue;
     resolved[i].assign(steps[i].tokens.begin(), steps[i].tokens.end());
     for (TokenId& t : resolved[i])
-      if (is_future_token(t)) t = previous_argmax_[future_index(t)];
+      if (is_future_token(t)) t = previous_tokens_[future_index(t)];
     steps[i].tokens = resolved[i];
   }
   // Outputs reuse the buffers collect() took back, so a step allocates no logits anew.
@@ -72,7 +72,7 @@ Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool
     spare_.push_back(std::move(out));
     return ok;
   }
-  previous_argmax_ = out.argmax;
+  previous_tokens_ = out.tokens;
   submitted_.push_back(std::move(out));
   return {};
 }

@@ -16,15 +16,16 @@
 // - The pool's storage comes from the engine's page_allocator() (for the CPU engine,
 //   any host allocator will do); pages hold f16 K/V in the layout of
 //   cache/kv_geometry.hpp, whichever memory they live in.
-// - Logits come back in host memory. A greedy row (LogitsMode::last_argmax) returns
-//   only its best token's id, so a device backend reduces its logits where they are
-//   and copies one integer back instead of vocab_size floats.
+// - Logits come back in host memory. A row that asks for its next token instead
+//   (LogitsMode::last_token) returns only the id its `draw` picks (greedy or sampled:
+//   model/token_draw.hpp's rule, one rule on every backend), so a device backend
+//   draws where the logits are and copies one integer back instead of vocab_size floats.
 // - Overlap: submit() queues a step and, on a device, returns before it has run;
 //   collect() waits for the oldest step not yet collected and returns its outputs. So
 //   the caller schedules step N+1 (admission, radix matching, page reservation) while
-//   step N runs, and a greedy row of step N+1 may take its token as a future_token: the
-//   argmax the step submitted just before computes, read where it lies (on a device,
-//   never copied to the host and back). Steps run in submission order; a page that a
+//   step N runs, and a row of step N+1 may take its token as a future_token: a token
+//   the step submitted just before draws, read where it lies (on a device, never
+//   copied to the host and back). Steps run in submission order; a page that a
 //   queued step writes may be released and given to a later step (it runs after).
 // - Not thread-safe: one owner (the cache actor) calls it.
 #pragma once
@@ -41,6 +42,7 @@
 #include "common/result.hpp"
 #include "model/device.hpp"
 #include "model/llama_config.hpp"
+#include "model/token_draw.hpp"
 
 namespace arbor::cache {
 class PagePool;
@@ -50,10 +52,10 @@ namespace arbor::model {
 
 using TokenId = cache::TokenId;
 
-// none: no output; last / all: the last row's / every row's logits; last_argmax: the
-// id of the last row's largest logit (lowest id among equal maxima, NaNs skipped:
-// greedy sampling, kernels::cpu::argmax's rule) instead of its logits.
-enum class LogitsMode { none, last, all, last_argmax };
+// none: no output; last / all: the last row's / every row's logits; last_token: the
+// token the step's TokenDraw picks from the last row's logits (model/token_draw.hpp:
+// the argmax when greedy) instead of the logits.
+enum class LogitsMode { none, last, all, last_token };
 
 // The share of a device's free memory (after the weights and the step workspace) that
 // an automatically sized KV pool takes; the rest is headroom for the CUDA runtime and
@@ -65,16 +67,17 @@ struct SequenceStep {
   int start_pos = 0;                      // tokens already cached for this sequence
   std::span<const cache::PageId> pages;   // the sequence's page table
   LogitsMode logits = LogitsMode::last;
+  TokenDraw draw = {};                    // for LogitsMode::last_token (default: greedy)
 };
 
 // A future token: the id that the step submitted just before this one returns as its
-// i-th argmax (LogitsMode::last_argmax rows, in batch order). Only submit() takes them.
+// i-th token (LogitsMode::last_token rows, in batch order). Only submit() takes them.
 inline constexpr TokenId future_token(std::size_t i) { return -TokenId(i) - 1; }
 inline constexpr bool is_future_token(TokenId t) { return t < 0; }
 inline constexpr std::size_t future_index(TokenId t) { return std::size_t(-(t + 1)); }
 
 // How many output rows a step asks for: its token count for `all`, 1 for `last` and
-// `last_argmax`, 0 for `none`; they are its last rows.
+// `last_token`, 0 for `none`; they are its last rows.
 inline std::size_t output_rows(const SequenceStep& s) {
   return s.logits == LogitsMode::all ? s.tokens.size() : s.logits == LogitsMode::none ? 0 : 1;
 }
@@ -82,7 +85,7 @@ inline std::size_t output_rows(const SequenceStep& s) {
 // What one forward() returns, in batch order.
 struct StepOutput {
   std::vector<float> logits;     // rows of LogitsMode::last / all sequences, vocab_size floats each
-  std::vector<TokenId> argmax;   // one per LogitsMode::last_argmax sequence
+  std::vector<TokenId> tokens;   // one per LogitsMode::last_token sequence
 };
 
 class Engine {
@@ -110,7 +113,7 @@ class Engine {
   cache::KvGeometry kv_geometry(int page_size) const;
 
   // Runs one step. Outputs come out in batch order: for each sequence, none, its last
-  // row's logits, all its rows' logits, or its last row's argmax (LogitsMode).
+  // row's logits, all its rows' logits, or its last row's drawn token (LogitsMode).
   // invalid_argument (nothing written) when a token id is out of range, a page table
   // is too short, positions exceed the context length, or the pool's geometry does
   // not match the model.
@@ -133,14 +136,14 @@ class Engine {
  protected:
   // The checks of forward()'s contract that need no backend (each engine calls it
   // first); token ids below 0 are future tokens, valid when below `futures` (the
-  // argmax count of the step submitted before).
+  // token count of the step submitted before).
   Result<void> check_batch(std::span<const SequenceStep> batch, const cache::PagePool& kv,
                            std::size_t futures = 0) const;
 
  private:
   std::deque<StepOutput> submitted_;       // the default submit()'s outputs, oldest first
   std::vector<StepOutput> spare_;          // buffers collect() took back, for the next steps
-  std::vector<TokenId> previous_argmax_;   // what the last submit()'s step returned as argmax
+  std::vector<TokenId> previous_tokens_;   // the tokens the last submit()'s step drew
 };
 
 }  // namespace arbor::model

@@ -35,7 +35,7 @@ void release(KvSequence& seq, cache::PagePool& pool);
 void truncate(KvSequence& seq, cache::PagePool& pool, int num_tokens);
 
 // Appends `tokens` in chunks of at most `chunk_size` and returns the logits `mode`
-// asks for (for `last`: the last token's; for `all`: one row per token; `last_argmax`
+// asks for (for `last`: the last token's; for `all`: one row per token; `last_token`
 // is for forward() itself: here it returns nothing).
 Result<std::vector<float>> prefill(Engine& engine, cache::PagePool& pool, KvSequence& seq,
                                    std::span<const TokenId> tokens, int chunk_size,

@@ -55,46 +55,6 @@ __global__ void rmsnorm_kernel(const float* __restrict__ x, const float* __restr
   for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = xr[i] * inv * weight[i];
 }
 
-// A candidate maximum: the value and its index; index -1 for none yet (NaNs never are).
-struct Best {
-  float value;
-  int index;
-};
-
-// Whether b beats a: larger, or equal at a lower index (the CPU's tie rule).
-__device__ __forceinline__ bool beats(Best b, Best a) {
-  return b.index >= 0 && (a.index < 0 || b.value > a.value || (b.value == a.value && b.index < a.index));
-}
-
-__device__ __forceinline__ Best warp_best(Best v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const Best other{__shfl_xor_sync(0xffffffffu, v.value, offset), __shfl_xor_sync(0xffffffffu, v.index, offset)};
-    if (beats(other, v)) v = other;
-  }
-  return v;
-}
-
-// One block per row: each thread scans a stride (ascending, so `>` keeps its lowest
-// index), then warps and the block reduce with the same rule.
-__global__ void argmax_rows_kernel(const float* __restrict__ x, int n, std::int32_t* __restrict__ out) {
-  __shared__ Best partial[32];
-  const float* xr = x + std::int64_t(blockIdx.x) * n;
-  Best best{0.f, -1};
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const float v = xr[i];
-    if (!isnan(v) && (best.index < 0 || v > best.value)) best = {v, i};
-  }
-  best = warp_best(best);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) partial[warp] = best;
-  __syncthreads();
-  if (warp != 0) return;
-  best = lane < int(blockDim.x / 32) ? partial[lane] : Best{0.f, -1};
-  best = warp_best(best);
-  if (lane == 0) out[blockIdx.x] = best.index < 0 ? 0 : best.index;
-}
-
 __global__ void add_rmsnorm_kernel(float* __restrict__ x, const float* __restrict__ y,
                                    const float* __restrict__ weight, int n, float eps, float* __restrict__ out) {
   float* xr = x + std::int64_t(blockIdx.x) * n;
@@ -203,10 +163,6 @@ void add_inplace(float* x, const float* y, std::int64_t n, cudaStream_t stream) 
 void gather_rows(const float* x, const std::int32_t* rows, int num_rows, int n, float* out, cudaStream_t stream) {
   const std::int64_t total = std::int64_t(num_rows) * n;
   if (total > 0) gather_kernel<<<blocks_for(total), kThreads, 0, stream>>>(x, rows, num_rows, n, out);
-}
-
-void argmax_rows(const float* x, int rows, int n, std::int32_t* out, cudaStream_t stream) {
-  if (rows > 0) argmax_rows_kernel<<<unsigned(rows), kThreads, 0, stream>>>(x, n, out);
 }
 
 void rope_store_kv(float* q, const float* k, const float* v, const std::int32_t* positions, int rows,

@@ -31,11 +31,6 @@ void silu_mul(float* gate, const float* up, std::int64_t n, cudaStream_t stream)
 void add_inplace(float* x, const float* y, std::int64_t n, cudaStream_t stream);
 // out[i] = x[rows[i]] for i < num_rows, rows of n values (the rows that need logits).
 void gather_rows(const float* x, const std::int32_t* rows, int num_rows, int n, float* out, cudaStream_t stream);
-// out[r] = the index of the largest of x[r][0..n) (lowest index among equal maxima,
-// NaNs skipped, 0 when all are NaN): kernels::cpu::argmax per row, so greedy sampling
-// copies one integer per row back instead of the row.
-void argmax_rows(const float* x, int rows, int n, std::int32_t* out, cudaStream_t stream);
-
 // Where one layer's K and V rows live in the KV pool: page p starts at
 // kv_base + p * elements_per_page (f16 elements); within it the layer's K block starts
 // at k_offset and its V block at v_offset, each [num_kv_heads][page_size][head_dim]

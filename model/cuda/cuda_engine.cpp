@@ -15,6 +15,7 @@
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/buffer.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/draw.hpp"
 #include "kernels/cuda/matmul.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/cuda/shared_prefix.hpp"
@@ -40,21 +41,22 @@ Result<void> cuda_ok(cudaError_t e, const char* what) {
 
 // A step's row metadata, built on the host and uploaded as one int32 array:
 // [tokens | positions | row_page | row_slot | row_table | logit_rows | page_table |
-//  tile_rows | tile_length | row_start] (tokens: future ones negative; tile_*, row_start:
-// shared-prefix tiles of the decode rows and of each prefill run,
-// kernels/cuda/shared_prefix.hpp). logit_rows lists the rows whose logits go back to the
-// host first, then the rows that only send back their argmax.
+//  tile_rows | tile_length | row_start | draws] (tokens: future ones negative; tile_*,
+// row_start: shared-prefix tiles of the decode rows and of each prefill run,
+// kernels/cuda/shared_prefix.hpp; draws: a cu::RowDraw per token row). logit_rows lists
+// the rows whose logits go back to the host first, then the rows that only send back
+// the token drawn from them.
 struct StepPlan {
   std::vector<std::int32_t> ints;
-  int rows = 0, logit_rows = 0, argmax_rows = 0, max_positions = 0;
+  int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0;
   std::size_t positions = 0, row_page = 0, row_slot = 0, row_table = 0, logit_row_ids = 0, page_table = 0;
-  std::size_t tile_rows = 0, tile_length = 0, row_start = 0;
+  std::size_t tile_rows = 0, tile_length = 0, row_start = 0, draws = 0;
   int num_tiles = 0, max_tile_length = 0, max_own_positions = 0;
 
   void build(std::span<const SequenceStep> batch, int page_size) {
     ints.clear();
-    rows = logit_rows = argmax_rows = max_positions = 0;
-    std::vector<std::int32_t> pos, page, slot, table, want, want_argmax, flat_pages;
+    rows = logit_rows = token_rows = max_positions = 0;
+    std::vector<std::int32_t> pos, page, slot, table, want, want_token, flat_pages, draw_words;
     std::vector<cu::DecodeRowPages> decode_rows;
     struct PrefillRun {
       int first_row, first_pos, count;
@@ -76,14 +78,17 @@ struct StepPlan {
         slot.push_back(p % page_size);
         table.push_back(first_page);
         if (s.logits == LogitsMode::all || (s.logits == LogitsMode::last && j == n - 1)) want.push_back(rows + j);
-        if (s.logits == LogitsMode::last_argmax && j == n - 1) want_argmax.push_back(rows + j);
+        if (s.logits == LogitsMode::last_token && j == n - 1) {
+          want_token.push_back(rows + j);
+          append_draw(draw_words, s.draw);
+        }
       }
       rows += n;
       max_positions = std::max(max_positions, end);
     }
-    argmax_rows = int(want_argmax.size());
-    logit_rows = int(want.size()) + argmax_rows;
-    want.insert(want.end(), want_argmax.begin(), want_argmax.end());
+    token_rows = int(want_token.size());
+    logit_rows = int(want.size()) + token_rows;
+    want.insert(want.end(), want_token.begin(), want_token.end());
     cu::SharedPrefixPlan tiles = cu::plan_shared_prefixes(decode_rows, rows, page_size);
     for (const PrefillRun& run : prefill_runs) cu::add_prefill_tiles(tiles, run.first_row, run.first_pos, run.count);
     num_tiles = tiles.num_tiles();
@@ -102,16 +107,23 @@ struct StepPlan {
     append(tile_rows, tiles.tile_rows);
     append(tile_length, tiles.tile_length);
     append(row_start, tiles.row_start);
+    append(draws, draw_words);
+  }
+
+  static void append_draw(std::vector<std::int32_t>& words, const TokenDraw& d) {
+    const cu::RowDraw row{d.temperature, d.top_k, d.top_p, float(d.uniform)};
+    const auto* w = reinterpret_cast<const std::int32_t*>(&row);
+    words.insert(words.end(), w, w + 4);
   }
 };
 
 // What a submitted step keeps until collected: its metadata on the host (the upload
 // reads it when the device gets there), its outputs' pinned destinations and sizes, its
-// greedy rows' ids on the device (the next step's future tokens), its end event.
+// token rows' ids on the device (the next step's future tokens), its end event.
 struct StepSlot {
-  cu::PinnedBuffer ints, logits, argmax_host;
-  cu::DeviceBuffer argmax;
-  int logit_rows = 0, argmax_rows = 0;
+  cu::PinnedBuffer ints, logits, tokens_host;
+  cu::DeviceBuffer tokens;
+  int logit_rows = 0, token_rows = 0;
   cudaEvent_t done = nullptr;
 };
 
@@ -185,12 +197,12 @@ class CudaEngine final : public Engine {
   // Queues the step: metadata up through a pinned buffer, the kernels (a graph for a
   // decode step), its outputs down into pinned buffers, then an event. Returns without
   // waiting. The two slots alternate, so the step queued before keeps its buffers (its
-  // argmax ids are this step's future tokens) until it is collected.
+  // drawn tokens are this step's future tokens) until it is collected.
   Result<void> submit(std::span<const SequenceStep> batch, cache::PagePool& kv) override {
     if (in_flight_.size() >= kMaxStepsInFlight)
       return fail(ErrorCode::internal, "CUDA engine: " + std::to_string(kMaxStepsInFlight) +
                                            " steps are submitted and not collected; collect one first");
-    const std::size_t futures = previous_ == nullptr ? 0 : std::size_t(previous_->argmax_rows);
+    const std::size_t futures = previous_ == nullptr ? 0 : std::size_t(previous_->token_rows);
     if (auto ok = check_batch(batch, kv, futures); !ok) return ok;
     const cache::KvGeometry& g = kv.geometry();
     if (allocator_->region() == nullptr ||
@@ -208,8 +220,8 @@ class CudaEngine final : public Engine {
                           "cudaMemcpyAsync (step metadata)");
         !ok)
       return ok;
-    futures_ = previous_ == nullptr ? nullptr : previous_->argmax.as<const std::int32_t>();
-    argmax_out_ = slot.argmax.as<std::int32_t>();
+    futures_ = previous_ == nullptr ? nullptr : previous_->tokens.as<const std::int32_t>();
+    tokens_out_ = slot.tokens.as<std::int32_t>();
     if (auto ok = run_step_kernels(g); !ok) return ok;
     if (auto ok = enqueue_outputs(slot); !ok) return ok;
     previous_ = &slot;
@@ -225,16 +237,16 @@ class CudaEngine final : public Engine {
     in_flight_.pop_front();
     if (auto ok = cuda_ok(cudaEventSynchronize(slot.done), "the step's kernels"); !ok) return ok;
     if (auto ok = cuda_ok(cudaGetLastError(), "the step's kernels"); !ok) return ok;
-    const std::size_t kept = std::size_t(slot.logit_rows - slot.argmax_rows) * std::size_t(config_.vocab_size);
+    const std::size_t kept = std::size_t(slot.logit_rows - slot.token_rows) * std::size_t(config_.vocab_size);
     out.logits.assign(slot.logits.as<const float>(), slot.logits.as<const float>() + kept);
-    out.argmax.assign(slot.argmax_host.as<const std::int32_t>(),
-                      slot.argmax_host.as<const std::int32_t>() + slot.argmax_rows);
+    out.tokens.assign(slot.tokens_host.as<const std::int32_t>(),
+                      slot.tokens_host.as<const std::int32_t>() + slot.token_rows);
     return {};
   }
 
  private:
   // Every kernel of the step, in order: embedding, layers, the logit rows' norm and
-  // vocabulary matmul, their argmax.
+  // vocabulary matmul, their drawn tokens.
   Result<void> enqueue_step_kernels(const cache::KvGeometry& g) {
     cu::embed(weights_->token_embd, ints(0), futures_, plan_.rows, x_.as<float>(), stream_);
     // Each sub-layer finds its input normed in xn_: the first here, the others from the
@@ -370,15 +382,15 @@ class CudaEngine final : public Engine {
   Result<void> reserve(StepSlot& slot) {
     const StepSizes s = step_sizes(plan_.rows, plan_.logit_rows, plan_.max_positions);
     const std::size_t ints_bytes = plan_.ints.size() * sizeof(std::int32_t);
-    const std::size_t argmax_bytes = std::size_t(plan_.argmax_rows) * sizeof(std::int32_t);
+    const std::size_t token_bytes = std::size_t(plan_.token_rows) * sizeof(std::int32_t);
     const std::size_t kept_bytes =
-        std::size_t(plan_.logit_rows - plan_.argmax_rows) * std::size_t(config_.vocab_size) * sizeof(float);
+        std::size_t(plan_.logit_rows - plan_.token_rows) * std::size_t(config_.vocab_size) * sizeof(float);
     std::string error;
     for (auto [buffer, bytes] : {std::pair{&slot.ints, ints_bytes}, std::pair{&slot.logits, kept_bytes},
-                                 std::pair{&slot.argmax_host, argmax_bytes}})
+                                 std::pair{&slot.tokens_host, token_bytes}})
       if (!buffer->reserve(bytes, &error))
         return fail(ErrorCode::out_of_memory, "CUDA engine: no pinned host memory for a step (" + error + ")");
-    if (auto ok = grow(slot.argmax, argmax_bytes); !ok) return ok;
+    if (auto ok = grow(slot.tokens, token_bytes); !ok) return ok;
     for (auto [buffer, bytes] : {std::pair{&x_, s.hidden}, std::pair{&xn_, s.hidden}, std::pair{&q_, s.hidden},
                                  std::pair{&attn_, s.hidden}, std::pair{&tmp_, s.hidden}, std::pair{&k_, s.kv},
                                  std::pair{&v_, s.kv}, std::pair{&gate_, s.ffn}, std::pair{&up_, s.ffn},
@@ -452,37 +464,38 @@ class CudaEngine final : public Engine {
     return {};
   }
 
-  // Norm and vocabulary matmul for the rows with an output only; the greedy rows reduce
-  // to their argmax on the device.
+  // Norm and vocabulary matmul for the rows with an output only; the token rows draw
+  // their token on the device (greedy or sampled).
   Result<void> logit_kernels() {
-    const int n = plan_.logit_rows, greedy = plan_.argmax_rows, kept = n - greedy, hidden = config_.hidden;
+    const int n = plan_.logit_rows, drawn = plan_.token_rows, kept = n - drawn, hidden = config_.hidden;
     if (n == 0) return {};
     cu::gather_rows(x_.as<float>(), ints(plan_.logit_row_ids), n, hidden, tmp_.as<float>(), stream_);
     cu::rmsnorm(tmp_.as<float>(), weights_->output_norm, n, hidden, config_.rms_eps, xn_.as<float>(), stream_);
     if (auto ok = matmul(weights_->output, xn_.as<float>(), n, logits_.as<float>()); !ok) return ok;
-    if (greedy > 0)
-      cu::argmax_rows(logits_.as<float>() + std::size_t(kept) * std::size_t(config_.vocab_size), greedy,
-                      config_.vocab_size, argmax_out_, stream_);
+    if (drawn > 0)
+      cu::draw_rows(logits_.as<float>() + std::size_t(kept) * std::size_t(config_.vocab_size),
+                    reinterpret_cast<const cu::RowDraw*>(ints(plan_.draws)), drawn, config_.vocab_size, tokens_out_,
+                    stream_);
     return {};
   }
 
-  // The returned rows' logits in one copy, the greedy rows' ids in another, both into the
+  // The returned rows' logits in one copy, the drawn tokens in another, both into the
   // slot's pinned buffers; then the event collect() waits for.
   Result<void> enqueue_outputs(StepSlot& slot) {
     slot.logit_rows = plan_.logit_rows;
-    slot.argmax_rows = plan_.argmax_rows;
-    const std::size_t kept = std::size_t(slot.logit_rows - slot.argmax_rows) * std::size_t(config_.vocab_size);
+    slot.token_rows = plan_.token_rows;
+    const std::size_t kept = std::size_t(slot.logit_rows - slot.token_rows) * std::size_t(config_.vocab_size);
     if (kept > 0)
       if (auto ok = cuda_ok(cudaMemcpyAsync(slot.logits.data(), logits_.data(), kept * sizeof(float),
                                             cudaMemcpyDeviceToHost, stream_),
                             "cudaMemcpyAsync (logits)");
           !ok)
         return ok;
-    if (slot.argmax_rows > 0)
-      if (auto ok = cuda_ok(cudaMemcpyAsync(slot.argmax_host.data(), slot.argmax.data(),
-                                            std::size_t(slot.argmax_rows) * sizeof(std::int32_t),
+    if (slot.token_rows > 0)
+      if (auto ok = cuda_ok(cudaMemcpyAsync(slot.tokens_host.data(), slot.tokens.data(),
+                                            std::size_t(slot.token_rows) * sizeof(std::int32_t),
                                             cudaMemcpyDeviceToHost, stream_),
-                            "cudaMemcpyAsync (argmax)");
+                            "cudaMemcpyAsync (drawn tokens)");
           !ok)
         return ok;
     return cuda_ok(cudaEventRecord(slot.done, stream_), "cudaEventRecord");
@@ -498,10 +511,10 @@ class CudaEngine final : public Engine {
   StepPlan plan_;
   std::array<StepSlot, kMaxStepsInFlight> slots_;
   std::size_t next_slot_ = 0;
-  StepSlot* previous_ = nullptr;         // the step submitted last: its argmax are the futures
+  StepSlot* previous_ = nullptr;         // the step submitted last: its tokens are the futures
   std::deque<StepSlot*> in_flight_;      // submitted, not collected, oldest first
   const std::int32_t* futures_ = nullptr;  // the step being queued: where its future tokens are,
-  std::int32_t* argmax_out_ = nullptr;     // and where its greedy rows' ids go
+  std::int32_t* tokens_out_ = nullptr;     // and where its drawn tokens go
   bool graphs_ = true;                     // decode steps through a CUDA graph (ARBOR_CUDA_GRAPHS=0: off)
   bool tensor_core_attention_ = true;      // shared-prefix passes on tensor cores (ARBOR_CUDA_TENSOR_CORE_ATTENTION=0: off)
   cudaGraphExec_t graph_exec_ = nullptr;   // the last step's graph, updated for the next

@@ -2,14 +2,15 @@
 // uploaded once (model/cuda/cuda_weights.hpp); the KV pool lives in device memory from
 // its page_allocator() (model/cuda/cuda_page_allocator.hpp), in the host pool's page
 // layout; activations stay on the device; logits come back to the host, except a
-// greedy row's (LogitsMode::last_argmax): its argmax is taken on the device.
+// token row's (LogitsMode::last_token): its token is drawn on the device, greedy or
+// sampled (kernels/cuda/draw.hpp).
 //
 // A step: upload the batch's tokens, positions and page tables; embed, RMSNorm; per
 // layer Q/K/V matmuls (one GEMV launch in decode), RoPE + K/V scatter into the pages
 // (one kernel), paged attention, output matmul, residual + RMSNorm (one kernel), SwiGLU
 // FFN (gate and up: one GEMV launch in decode), residual + the next layer's RMSNorm
 // (one kernel); final norm of the rows that want logits, the vocabulary
-// matmul, the greedy rows' argmax, copy back. Kernels in kernels/cuda/.
+// matmul, the token rows' draws, copy back. Kernels in kernels/cuda/.
 #pragma once
 
 #include <memory>

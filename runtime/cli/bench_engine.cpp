@@ -127,7 +127,7 @@ Result<double> shared_prefix_decode_rate(model::Engine& engine, int vocab, int b
 }
 
 // Greedy decode as the scheduler runs it: every row asks for its argmax id
-// (LogitsMode::last_argmax), the next step's token. Without overlap each step is collected
+// (LogitsMode::last_token), the next step's token. Without overlap each step is collected
 // before the next is built from the ids it returned; overlapped, step k+1 is submitted
 // before step k is collected, its tokens step k's ids where the engine left them
 // (model::future_token), as BatchEngine's overlap does. Aggregate tokens/s.
@@ -147,7 +147,7 @@ Result<double> greedy_decode_rate(model::Engine& engine, cache::PagePool& pool, 
     std::vector<model::SequenceStep> rows;
     for (int i = 0; i < batch; ++i)
       rows.push_back({std::span(&tokens[std::size_t(i)], 1), kDecodePrompt + step, seqs[std::size_t(i)].pages,
-                      model::LogitsMode::last_argmax});
+                      model::LogitsMode::last_token});
     return engine.submit(rows, pool);
   };
   model::StepOutput out;
@@ -160,7 +160,7 @@ Result<double> greedy_decode_rate(model::Engine& engine, cache::PagePool& pool, 
     if (++in_flight == 1 && overlapped && step + 1 < steps) continue;  // step 0 stays queued
     ok = engine.collect(out);
     --in_flight;
-    if (ok && !overlapped) next = out.argmax;
+    if (ok && !overlapped) next = out.tokens;
   }
   while (in_flight-- > 0) (void)engine.collect(out);  // the step left queued (or after an error)
   const double seconds = seconds_since(t0);

@@ -1,7 +1,8 @@
 // `arbor bench workflow`: N sub-agents fan out over one shared document (~1000
 // tokens; --prefix-documents K puts K parts of it in the prefix, K = 4 for a ~4k-token
 // SharedPrefix), each with its own ~64-token task, 32 generated tokens each; every N is
-// run with the prefix cache on and off, side by side in one process.
+// run with the prefix cache on and off, side by side in one process. --temperature T
+// samples (with top_p 0.95) instead of decoding greedily.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -29,7 +30,7 @@ const char* const kQuestions[] = {
 // The shared document comes from the research-team example (repeated as numbered parts
 // for a longer prefix); the task pads each question with the same instructions, to
 // about 64 tokens.
-std::string workflow_json(int num_agents, int max_tokens, int documents) {
+std::string workflow_json(int num_agents, int max_tokens, int documents, double temperature) {
   nlohmann::json questions = nlohmann::json::array();
   for (int i = 0; i < num_agents; ++i) questions.push_back(kQuestions[i % 16]);
   nlohmann::json parts = nlohmann::json::array();
@@ -41,7 +42,9 @@ std::string workflow_json(int num_agents, int max_tokens, int documents) {
       {"name", "bench_fanout_" + std::to_string(num_agents)},
       {"tenant", "bench"},
       {"inputs", {{"questions", {{"default", questions}}}}},
-      {"defaults", {{"generation", {{"max_tokens", max_tokens}, {"temperature", 0}}}, {"timeout_ms", 600000}}},
+      {"defaults",
+       {{"generation", {{"max_tokens", max_tokens}, {"temperature", temperature}, {"top_p", temperature > 0 ? 0.95 : 1.0}}},
+        {"timeout_ms", 600000}}},
       {"prefixes",
        {{"doc",
          {{"system", "You are a member of a research team. Answer only from the background document below."},
@@ -66,11 +69,11 @@ struct Figures : TokenUsage {
   std::uint64_t ideal_prefill = 0;  // P + sum of suffixes
 };
 
-Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, int documents,
+Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, int documents, double temperature,
                          const std::string& base_dir) {
   auto runtime = Runtime::create(config);
   if (!runtime) return std::unexpected(runtime.error());
-  auto handle = (*runtime)->start(workflow_json(num_agents, max_tokens, documents),
+  auto handle = (*runtime)->start(workflow_json(num_agents, max_tokens, documents, temperature),
                                  {.workflow_is_text = true, .documents = DocumentAccess::local_to(base_dir)});
   if (!handle) return std::unexpected(handle.error());
   const RunResult run = handle->wait();
@@ -109,6 +112,7 @@ struct WorkflowOptions {
   std::string agents = "1,2,4,8,16";
   int max_tokens = 32;
   int documents = 1;  // parts of the background document in the shared prefix
+  double temperature = 0;  // the agents' sampling (0: greedy)
   bool json = false;
   RuntimeOptions runtime;
 };
@@ -122,14 +126,15 @@ int bench_workflow(const WorkflowOptions& o) {
 
   BenchReport report(o.json, {{"threads", config.num_threads},
                               {"precision", to_string(config.precision)},
-                              {"prefix_documents", o.documents}});
+                              {"prefix_documents", o.documents},
+                              {"temperature", o.temperature}});
   report.header("%6s %5s %9s %8s %8s %9s %9s %9s %9s %10s %13s\n", "agents", "cache", "wall_ms", "prompt",
                 "computed", "ideal", "ttft_med", "ttft_max", "decode/s", "speedup", "host_ms/step");
   for (int n : counts) {
     Figures on, off;
     for (bool cache : {true, false}) {
       config.prefix_caching = cache;
-      auto f = run_once(config, n, max_tokens, o.documents, base_dir);
+      auto f = run_once(config, n, max_tokens, o.documents, o.temperature, base_dir);
       if (!f) return std::fprintf(stderr, "arbor bench workflow: %s\n", f.error().describe().c_str()), kExitFailed;
       (cache ? on : off) = *f;
     }
@@ -162,6 +167,9 @@ Runner setup_bench_workflow(CLI::App& app) {
                  "parts of the ~1,040-token background document in the shared prefix (4: a ~4.2k-token prefix)")
       ->type_name("K")
       ->check(integer_in(1, 16))
+      ->capture_default_str();
+  app.add_option("--temperature", o->temperature, "the agents' sampling temperature, with top_p 0.95 (0: greedy)")
+      ->check(CLI::Range(0.0, 2.0))
       ->capture_default_str();
   declare_bench_json(app, o->json);
   o->runtime.declare(app);

@@ -116,10 +116,12 @@ TEST(BatchEngineOverlap, GivesTheTokensOfSynchronousStepsWithStepsQueuedBehindEa
   EXPECT_EQ(piped.h.s->snapshot().generated_tokens, direct.h.s->snapshot().generated_tokens);
 }
 
-// Rows the host samples (a temperature, a JSON schema) cannot take a future token: the
-// step holding them is collected before the next is built. Greedy sequences beside them
-// still get their tokens, the same as without overlap.
-TEST(BatchEngineOverlap, HostSampledRowsWaitForTheirStepAndGreedyRowsBesideThemMatch) {
+// Rows the host samples (under a JSON schema) cannot take a future token: the step
+// holding them is collected before the next is built. A sampled sequence (temperature)
+// draws in the engine and takes future tokens like a greedy one: with the same seed it
+// gets the same tokens as without overlap (one RNG draw per token, in order), and so
+// do the greedy sequences beside it.
+TEST(BatchEngineOverlap, SchemaRowsWaitForTheirStepAndSampledAndGreedyRowsMatch) {
   Scheduler piped(true), direct(false);
   auto submit_mixed = [](Harness& h) {
     std::vector<std::uint64_t> ids = submit_team(h, 3, 16);
@@ -142,9 +144,9 @@ TEST(BatchEngineOverlap, HostSampledRowsWaitForTheirStepAndGreedyRowsBesideThemM
   const auto a = submit_mixed(piped.h), b = submit_mixed(direct.h);
   piped.h.drain_checked();
   direct.h.drain_checked();
-  for (std::size_t i = 0; i < 3; ++i) {
+  for (std::size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(piped.h.results.at(a[i]).tokens, direct.h.results.at(b[i]).tokens) << i;
-    EXPECT_EQ(piped.h.results.at(a[i]).generated_tokens, 16u);
+    EXPECT_EQ(piped.h.results.at(a[i]).generated_tokens, i < 3 ? 16u : direct.h.results.at(b[i]).generated_tokens);
   }
   for (std::size_t i = 3; i < a.size(); ++i) {
     const SeqResult& r = piped.h.results.at(a[i]);
@@ -153,6 +155,35 @@ TEST(BatchEngineOverlap, HostSampledRowsWaitForTheirStepAndGreedyRowsBesideThemM
   }
   EXPECT_FALSE(piped.h.results.at(a[4]).json.empty()) << piped.h.results.at(a[4]).text;
   EXPECT_EQ(piped.h.results.at(a[4]).json, direct.h.results.at(b[4]).json) << "greedy under a schema";
+  piped.h.expect_clean();
+}
+
+// Sampled rows (temperature, top-k, top-p) take future tokens as greedy ones do, and
+// draw the tokens of synchronous steps: the sequence's RNG gives one uniform number per
+// token, in order, whenever the step that draws it is built.
+TEST(BatchEngineOverlap, SampledRowsTakeFutureTokensAndDrawTheTokensOfSynchronousSteps) {
+  Scheduler piped(true), direct(false);
+  auto submit_sampled = [](Harness& h) {
+    std::vector<std::uint64_t> ids;
+    for (int i = 0; i < 3; ++i) {
+      SeqRequest r;
+      r.tenant = "t";
+      r.prompt = chat_prompt(shared_system(), "Write line " + std::to_string(i + 1) + " of a poem about the sea.");
+      r.sampling.max_tokens = 12;
+      r.sampling.temperature = 0.9;
+      r.sampling.top_k = 40;
+      r.sampling.top_p = 0.9;
+      r.sampling.seed = std::uint64_t(11 + i);
+      ids.push_back(h.submit(r));
+    }
+    return ids;
+  };
+  const auto a = submit_sampled(piped.h), b = submit_sampled(direct.h);
+  piped.h.drain_checked();
+  direct.h.drain_checked();
+  expect_same_results(piped, direct, a, b);
+  EXPECT_GT(piped.engine->future_rows, 0u) << "no sampled row took a future token";
+  EXPECT_EQ(direct.engine->future_rows, 0u);
   piped.h.expect_clean();
 }
 

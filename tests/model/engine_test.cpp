@@ -11,7 +11,7 @@
 #include "cache/page_pool.hpp"
 #include "model/kv_sequence.hpp"
 #include "tests/max_abs_diff.hpp"
-#include "tests/model/argmax_rows_check.hpp"
+#include "tests/model/token_rows_check.hpp"
 #include "tests/model/future_tokens_check.hpp"
 #include "tests/model/tiny_llama.hpp"
 
@@ -141,8 +141,8 @@ TEST_P(TinyEngine, BatchedDecodeEqualsOneAtATime) {
   EXPECT_EQ(pool_->num_used(), 0);
 }
 
-TEST_P(TinyEngine, ArgmaxRowsNameTheirLargestLogit) {
-  testing::expect_argmax_rows_follow_logits(*engine_, *pool_, 0.f);
+TEST_P(TinyEngine, TokenRowsFollowTheirLogits) {
+  testing::expect_token_rows_follow_logits(*engine_, *pool_, 0.f);
   EXPECT_EQ(pool_->num_used(), 0);
 }
 

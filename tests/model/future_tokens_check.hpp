@@ -38,7 +38,7 @@ inline void expect_future_tokens_follow_argmax(Engine& engine, cache::PagePool& 
     std::vector<SequenceStep> steps;
     for (int i = 0; i < kSeqs; ++i)
       steps.push_back({std::span(&first[std::size_t(i)], 1), int(seqs[std::size_t(i)].tokens.size()),
-                       seqs[std::size_t(i)].pages, LogitsMode::last_argmax});
+                       seqs[std::size_t(i)].pages, LogitsMode::last_token});
     return steps;
   };
   auto step_b = [&](std::array<KvSequence, kSeqs>& seqs, const std::array<TokenId, kSeqs>& tokens) {
@@ -65,13 +65,13 @@ inline void expect_future_tokens_follow_argmax(Engine& engine, cache::PagePool& 
   StepOutput a_ref, b_ref;
   auto a2 = step_a(direct);
   ASSERT_TRUE(engine.forward(a2, pool, a_ref));
-  ASSERT_EQ(a_ref.argmax.size(), std::size_t(kSeqs));
+  ASSERT_EQ(a_ref.tokens.size(), std::size_t(kSeqs));
   std::array<TokenId, kSeqs> fed{};
-  for (int i = 0; i < kSeqs; ++i) fed[std::size_t(i)] = a_ref.argmax[std::size_t(i)];
+  for (int i = 0; i < kSeqs; ++i) fed[std::size_t(i)] = a_ref.tokens[std::size_t(i)];
   auto b2 = step_b(direct, fed);
   ASSERT_TRUE(engine.forward(b2, pool, b_ref));
 
-  EXPECT_EQ(a_out.argmax, a_ref.argmax);
+  EXPECT_EQ(a_out.tokens, a_ref.tokens);
   ASSERT_EQ(b_out.logits.size(), b_ref.logits.size());
   EXPECT_LE(::arbor::testing::max_abs_diff(b_out.logits, b_ref.logits), tol);
 

@@ -187,6 +187,7 @@ inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }
 inline float __expf(float x) { return std::exp(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline bool isnan(float x) { return std::isnan(x); }
+inline bool isfinite(float x) { return std::isfinite(x); }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
@@ -198,6 +199,7 @@ inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 inline float min(float a, float b) { return std::fmin(a, b); }
 inline float max(float a, float b) { return std::fmax(a, b); }
 inline int __float_as_int(float f) { return std::bit_cast<int>(f); }
+inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline float __int_as_float(int i) { return std::bit_cast<float>(i); }
 template <class T>
 T __ldg(const T* p) {

@@ -2,6 +2,7 @@
 // with odd sizes: embedding, RMSNorm (alone and fused with the residual add), RoPE with
 // the K/V scatter into pages (GGUF adjacent-pair layout, large positions), SwiGLU,
 // residual add, row gather, greedy argmax.
+#include "kernels/cuda/draw.hpp"
 #include "kernels/cuda/ops.hpp"
 
 #include <gtest/gtest.h>
@@ -108,10 +109,11 @@ TEST(CudaOps, SwiGluAddAndGatherMatchReference) {
     for (int c = 0; c < width; ++c) ASSERT_EQ(gathered[r * width + c], sum[std::size_t(rows[r]) * width + c]);
 }
 
-// Each row's argmax equals the CPU's rule: lowest index among equal maxima (rows of few
-// distinct values, so maxima repeat across threads and warps), -inf skipped like any
-// small value, NaNs skipped, an all-NaN row gives 0.
-TEST(CudaOps, ArgmaxRowsMatchReference) {
+// A greedy draw is the row's argmax by the CPU's rule: lowest index among equal maxima
+// (rows of few distinct values, so maxima repeat across threads and warps), -inf skipped
+// like any small value, NaNs skipped, an all-NaN row gives 0. (Sampled draws:
+// tests/model/cuda/token_draw_cuda_test.cpp, against the model's rule.)
+TEST(CudaOps, GreedyDrawsAreTheRowsArgmax) {
   ARBOR_REQUIRE_CUDA();
   std::mt19937 rng(6);
   for (int n : {1, 31, 257, 49152}) {
@@ -123,7 +125,11 @@ TEST(CudaOps, ArgmaxRowsMatchReference) {
     for (int i = 0; i < n; ++i) x[std::size_t(3) * n + i] = NAN;  // row 3: all NaN
     auto dx = to_device(x);
     DeviceBuffer d_out = to_device(std::vector<std::int32_t>(rows, -7));
-    argmax_rows(dx.as<float>(), rows, n, d_out.as<std::int32_t>(), nullptr);
+    std::vector<RowDraw> greedy(rows);
+    greedy[1].temperature = 0.7f;  // greedy too: top_k 1
+    greedy[1].top_k = 1;
+    const DeviceBuffer d_draws = to_device(greedy);
+    draw_rows(dx.as<float>(), d_draws.as<const RowDraw>(), rows, n, d_out.as<std::int32_t>(), nullptr);
     const auto got = to_host<std::int32_t>(d_out, rows);
     for (int r = 0; r < rows; ++r)
       EXPECT_EQ(got[std::size_t(r)], cpu::argmax_reference(&x[std::size_t(r) * n], n)) << "n " << n << " row " << r;

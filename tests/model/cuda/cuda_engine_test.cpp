@@ -19,7 +19,7 @@
 #include "model/cpu_engine.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/synthetic_model.hpp"
-#include "tests/model/argmax_rows_check.hpp"
+#include "tests/model/token_rows_check.hpp"
 #include "tests/model/future_tokens_check.hpp"
 #include "tests/model/tiny_llama.hpp"
 
@@ -168,14 +168,14 @@ TEST(CudaEngine, F16WeightsUploadedAsF32MatchCpu) {
   compare_backends(*m, 16, 21, 8, 3, 1e-3f);
 }
 
-// Greedy rows reduce to their argmax on the device; the other rows' logits still come
-// back, in batch order (the shared check of tests/model/argmax_rows_check.hpp).
-TEST(CudaEngine, ArgmaxRowsNameTheirLargestLogit) {
+// Token rows draw their token on the device (greedy and sampled); the other rows' logits still come
+// back, in batch order (the shared check of tests/model/token_rows_check.hpp).
+TEST(CudaEngine, TokenRowsFollowTheirLogits) {
   ARBOR_REQUIRE_CUDA();
   auto m = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
   Side gpu(cuda_engine(*m), 16, 64);
   ASSERT_TRUE(gpu.engine);
-  testing::expect_argmax_rows_follow_logits(*gpu.engine, *gpu.pool, 1e-5f);
+  testing::expect_token_rows_follow_logits(*gpu.engine, *gpu.pool, 1e-5f);
   EXPECT_EQ(gpu.pool->num_used(), 0);
 }
 

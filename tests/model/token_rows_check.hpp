@@ -1,9 +1,11 @@
-// LogitsMode::last_argmax against the logits themselves, for any backend: a mixed batch
+// LogitsMode::last_token against the logits themselves, for any backend: a mixed batch
 // (decode rows and prefill chunks, with every kind of output) runs twice at the same
-// positions, once with logits everywhere and once with last_argmax on some sequences.
-// Each argmax must name its row's largest logit (within `tol` of the maximum: two runs
-// of a device backend may round a near tie differently); the other outputs must not
-// move, and come out in batch order.
+// positions, once with logits everywhere and once with last_token on some sequences,
+// greedy or sampled. A greedy token must name its row's largest logit (within `tol` of
+// the maximum: two runs of a device backend may round a near tie differently); a sampled
+// one must be what model::draw_token picks from the row (with tol > 0, for a uniform
+// number within 1e-4 of the draw's); the other outputs must not move, and come out in
+// batch order.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,13 +19,34 @@
 
 namespace arbor::model::testing {
 
-inline void expect_argmax_rows_follow_logits(Engine& engine, cache::PagePool& pool, float tol) {
+// `id` is what `draw` picks from `logits`, or (tol > 0) what it picks with a uniform
+// number within 1e-4 of the draw's.
+inline void expect_drawn(std::span<const float> logits, TokenDraw draw, TokenId id, float tol, int sequence) {
+  std::vector<float> scratch;
+  const TokenId expected = draw_token(logits, draw, scratch);
+  if (id == expected || tol <= 0) {
+    EXPECT_EQ(id, expected) << "sequence " << sequence << ": not the token its draw picks";
+    return;
+  }
+  const double u = draw.uniform;
+  draw.uniform = std::max(0.0, u - 1e-4);
+  const TokenId below = draw_token(logits, draw, scratch);
+  draw.uniform = std::min(1.0 - 1e-9, u + 1e-4);
+  const TokenId above = draw_token(logits, draw, scratch);
+  EXPECT_TRUE(id == below || id == above)
+      << "sequence " << sequence << ": drew " << id << ", the row's logits give " << expected;
+}
+
+inline void expect_token_rows_follow_logits(Engine& engine, cache::PagePool& pool, float tol) {
   const int vocab = engine.config().vocab_size;
   // Sequence i has 5 + 4i cached tokens, then runs `new_tokens[i]` more in the step.
-  const int new_tokens[] = {1, 6, 1, 1, 5, 3};
-  const LogitsMode argmax_modes[] = {LogitsMode::last_argmax, LogitsMode::all,  LogitsMode::last,
-                                     LogitsMode::last_argmax, LogitsMode::last_argmax, LogitsMode::none};
-  constexpr int kSeqs = 6;
+  const int new_tokens[] = {1, 6, 1, 1, 5, 3, 2};
+  const LogitsMode argmax_modes[] = {LogitsMode::last_token, LogitsMode::all,  LogitsMode::last,
+                                     LogitsMode::last_token, LogitsMode::last_token, LogitsMode::none,
+                                     LogitsMode::last_token};
+  const TokenDraw draws[] = {{}, {}, {}, {.temperature = 0.9f, .top_k = 50, .top_p = 0.9f, .uniform = 0.37},
+                             {}, {}, {.temperature = 1.3f, .uniform = 0.81}};
+  constexpr int kSeqs = 7;
   KvSequence seqs[kSeqs];
   std::vector<std::vector<TokenId>> inputs(kSeqs);
   for (int i = 0; i < kSeqs; ++i) {
@@ -37,8 +60,8 @@ inline void expect_argmax_rows_follow_logits(Engine& engine, cache::PagePool& po
     std::vector<SequenceStep> steps;
     for (int i = 0; i < kSeqs; ++i) {
       LogitsMode mode = argmax_modes[i];
-      if (!with_argmax && mode == LogitsMode::last_argmax) mode = LogitsMode::last;
-      steps.push_back({inputs[std::size_t(i)], int(seqs[i].tokens.size()), seqs[i].pages, mode});
+      if (!with_argmax && mode == LogitsMode::last_token) mode = LogitsMode::last;
+      steps.push_back({inputs[std::size_t(i)], int(seqs[i].tokens.size()), seqs[i].pages, mode, draws[i]});
     }
     auto ok = engine.forward(steps, pool, out);
     ASSERT_TRUE(ok) << ok.error().message;
@@ -46,8 +69,8 @@ inline void expect_argmax_rows_follow_logits(Engine& engine, cache::PagePool& po
   StepOutput logits_only, with_argmax;
   run(false, logits_only);
   run(true, with_argmax);
-  ASSERT_TRUE(logits_only.argmax.empty());
-  ASSERT_EQ(with_argmax.argmax.size(), 3u);
+  ASSERT_TRUE(logits_only.tokens.empty());
+  ASSERT_EQ(with_argmax.tokens.size(), 4u);
 
   std::size_t row = 0, kept_row = 0, argmax_row = 0;
   std::set<TokenId> expected_ids;
@@ -56,10 +79,14 @@ inline void expect_argmax_rows_follow_logits(Engine& engine, cache::PagePool& po
     const std::size_t rows = output_rows({inputs[std::size_t(i)], 0, {}, mode});
     for (std::size_t r = 0; r < rows; ++r, ++row) {
       const float* logits = logits_only.logits.data() + row * std::size_t(vocab);
-      if (mode == LogitsMode::last_argmax) {
-        const TokenId id = with_argmax.argmax[argmax_row++];
+      if (mode == LogitsMode::last_token) {
+        const TokenId id = with_argmax.tokens[argmax_row++];
         ASSERT_GE(id, 0);
         ASSERT_LT(id, vocab);
+        if (!draws[i].greedy()) {
+          expect_drawn(std::span(logits, std::size_t(vocab)), draws[i], id, tol, i);
+          continue;
+        }
         const float* best_at = std::max_element(logits, logits + vocab);
         const float best = *best_at;
         expected_ids.insert(TokenId(best_at - logits));
