@@ -16,7 +16,8 @@
 #      graphs save: decode steps launched kernel by kernel), and the Llama-3-8B shape's pp4096
 #      with ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 (the prefill tiles' attention on CUDA cores);
 #      bench engine also measures greedy decode with each step waiting vs overlapped, and
-#      the 64-agent workflow runs again with --no-overlap (what overlap saves end to end).
+#      the 64-agent workflow runs again with --no-overlap (what overlap saves end to end)
+#      and with --temperature 0.8 (sampled rows drawn on the device, host ms/step).
 # Writes $OUT/device_check.json (every step: status, seconds, figures) and
 # $OUT/device_check.log ($OUT defaults to build-device/). Exit 0 when every step passed.
 # ARBOR_DEVICE_LLAMA_LAYERS (default 32) trims the Llama-3-8B model for a smoke run.
@@ -128,6 +129,11 @@ if [ -x "$bin/arbor" ]; then
       --kv-mem 8192 --no-overlap --json >"$out/bench_workflow_no_overlap.json"
   }
   run bench_workflow_no_overlap "$out/bench_workflow_no_overlap.json" bench_workflow_no_overlap
+  bench_workflow_sampled() {  # 64 agents sampling (temperature 0.8, top_p 0.95): tokens drawn on the device
+    "$bin/arbor" bench workflow --device cuda --model "$work/smollm2.gguf" --agents 64 --prefix-documents 4 \
+      --kv-mem 8192 --temperature 0.8 --json >"$out/bench_workflow_sampled.json"
+  }
+  run bench_workflow_sampled "$out/bench_workflow_sampled.json" bench_workflow_sampled
 fi
 
 total=$(( $(date +%s) - started ))

@@ -3,8 +3,10 @@
 // tokens/s) and aggregate decode tokens/s at each --batch size (default 1,8), KV bytes
 // per token and peak RSS; and decode of sub-agents over a shared prefix: the prefix's
 // pages shared (as readers of one cached SharedPrefix hold them) against private copies
-// of the same context, side by side; and greedy decode as the scheduler runs it (each
-// row's argmax fed back), each step waiting for the one before vs overlapped.
+// of the same context, side by side; and decode as the scheduler runs it (each row's
+// drawn token fed back): greedy with each step waiting for the one before vs
+// overlapped, and sampled (temperature 0.8, top_p 0.95: the draw where the logits are)
+// overlapped.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -50,10 +52,14 @@ struct EngineFigures {
   std::vector<double> decode;   // aggregate, per batch size (batch 1: tg128)
 };
 
-// Greedy decode per batch size (greedy_decode_rate), aggregate tokens/s.
-struct GreedyFigures {
-  std::vector<double> waiting, overlapped;
+// Decode with drawn tokens fed back per batch size (drawn_decode_rate), aggregate
+// tokens/s: greedy waiting, greedy overlapped, sampled overlapped.
+struct DrawnFigures {
+  std::vector<double> waiting, overlapped, sampled;
 };
+
+// The sampled decode's draw (a common chat setting).
+constexpr model::TokenDraw kSampledDraw{.temperature = 0.8f, .top_p = 0.95f};
 
 // Decode steps measured at a batch size: llama-bench's tg128 at batch 1.
 int decode_steps(int batch) { return batch == 1 ? 128 : 32; }
@@ -82,15 +88,26 @@ Result<double> decode_and_release(model::Engine& engine, cache::PagePool& pool, 
   return rate;
 }
 
-// Decodes `steps` tokens for `batch` sequences after a short prompt; tokens/s summed.
-Result<double> decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab) {
+// `batch` sequences, each after a short random prompt (seeded from `seed`), with pages
+// reserved for `positions` positions.
+Result<std::vector<model::KvSequence>> prefill_sequences(model::Engine& engine, cache::PagePool& pool, int batch,
+                                                         int vocab, std::uint32_t seed, int positions) {
   std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
   for (int i = 0; i < batch; ++i) {
-    auto prompt = random_tokens(kDecodePrompt, vocab, 100 + std::uint32_t(i));
-    if (auto r = model::prefill(engine, pool, seqs[std::size_t(i)], prompt, 512, model::LogitsMode::none); !r)
+    model::KvSequence& s = seqs[std::size_t(i)];
+    const auto prompt = random_tokens(kDecodePrompt, vocab, seed + std::uint32_t(i));
+    if (auto r = model::prefill(engine, pool, s, prompt, 512, model::LogitsMode::none); !r)
       return std::unexpected(r.error());
+    if (auto r = model::reserve_pages(s, pool, positions); !r) return std::unexpected(r.error());
   }
-  return decode_and_release(engine, pool, seqs, steps, vocab);
+  return seqs;
+}
+
+// Decodes `steps` tokens for `batch` sequences after a short prompt; tokens/s summed.
+Result<double> decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab) {
+  auto seqs = prefill_sequences(engine, pool, batch, vocab, 100, kDecodePrompt);
+  if (!seqs) return std::unexpected(seqs.error());
+  return decode_and_release(engine, pool, *seqs, steps, vocab);
 }
 
 // Decode of `batch` sequences whose contexts are the same `prefix` tokens, then a tail of
@@ -126,28 +143,26 @@ Result<double> shared_prefix_decode_rate(model::Engine& engine, int vocab, int b
   return rate;
 }
 
-// Greedy decode as the scheduler runs it: every row asks for its argmax id
-// (LogitsMode::last_token), the next step's token. Without overlap each step is collected
-// before the next is built from the ids it returned; overlapped, step k+1 is submitted
-// before step k is collected, its tokens step k's ids where the engine left them
-// (model::future_token), as BatchEngine's overlap does. Aggregate tokens/s.
-Result<double> greedy_decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab,
-                                  bool overlapped) {
-  std::vector<model::KvSequence> seqs(static_cast<std::size_t>(batch));
-  for (int i = 0; i < batch; ++i) {
-    auto prompt = random_tokens(kDecodePrompt, vocab, 300 + std::uint32_t(i));
-    model::KvSequence& s = seqs[std::size_t(i)];
-    if (auto r = model::prefill(engine, pool, s, prompt, 512, model::LogitsMode::none); !r)
-      return std::unexpected(r.error());
-    if (auto r = model::reserve_pages(s, pool, kDecodePrompt + steps); !r) return std::unexpected(r.error());
-  }
+// Decode as the scheduler runs it: every row asks for its token (LogitsMode::last_token,
+// drawn by `draw`: greedy, or sampled with a uniform number per row and step), the next
+// step's token. Without overlap each step is collected before the next is built from the
+// ids it returned; overlapped, step k+1 is submitted before step k is collected, its
+// tokens step k's ids where the engine left them (model::future_token), as BatchEngine's
+// overlap does. Aggregate tokens/s.
+Result<double> drawn_decode_rate(model::Engine& engine, cache::PagePool& pool, int batch, int steps, int vocab,
+                                 bool overlapped, model::TokenDraw draw) {
+  auto prefilled = prefill_sequences(engine, pool, batch, vocab, 300, kDecodePrompt + steps);
+  if (!prefilled) return std::unexpected(prefilled.error());
+  std::vector<model::KvSequence>& seqs = *prefilled;
   std::vector<model::TokenId> next(std::size_t(batch), 1), futures;
   for (int i = 0; i < batch; ++i) futures.push_back(model::future_token(std::size_t(i)));
   auto submit = [&](int step, const std::vector<model::TokenId>& tokens) {
     std::vector<model::SequenceStep> rows;
-    for (int i = 0; i < batch; ++i)
+    for (int i = 0; i < batch; ++i) {
+      draw.uniform = double((step * 7919 + i * 104729) % 1000) / 1000.0;
       rows.push_back({std::span(&tokens[std::size_t(i)], 1), kDecodePrompt + step, seqs[std::size_t(i)].pages,
-                      model::LogitsMode::last_token});
+                      model::LogitsMode::last_token, draw});
+    }
     return engine.submit(rows, pool);
   };
   model::StepOutput out;
@@ -195,18 +210,24 @@ Result<EngineFigures> measure(model::Engine& engine, cache::PagePool& pool, int 
   return f;
 }
 
-// greedy_decode_rate at each batch size, waiting and overlapped side by side.
-Result<GreedyFigures> measure_greedy(model::Engine& engine, cache::PagePool& pool, int vocab, int reps,
-                                    const std::vector<int>& batches) {
-  GreedyFigures g;
-  g.waiting.assign(batches.size(), 0.0);
-  g.overlapped.assign(batches.size(), 0.0);
+// drawn_decode_rate at each batch size: greedy waiting, greedy overlapped and sampled
+// overlapped side by side.
+Result<DrawnFigures> measure_drawn(model::Engine& engine, cache::PagePool& pool, int vocab, int reps,
+                                   const std::vector<int>& batches) {
+  DrawnFigures g;
+  for (auto* v : {&g.waiting, &g.overlapped, &g.sampled}) v->assign(batches.size(), 0.0);
+  struct Case {
+    std::vector<double>* figures;
+    bool overlapped;
+    model::TokenDraw draw;
+  };
+  const Case cases[] = {{&g.waiting, false, {}}, {&g.overlapped, true, {}}, {&g.sampled, true, kSampledDraw}};
   for (int r = 0; r < reps; ++r)
     for (std::size_t b = 0; b < batches.size(); ++b)
-      for (const bool overlapped : {false, true}) {
-        auto rate = greedy_decode_rate(engine, pool, batches[b], decode_steps(batches[b]), vocab, overlapped);
+      for (const Case& c : cases) {
+        auto rate = drawn_decode_rate(engine, pool, batches[b], decode_steps(batches[b]), vocab, c.overlapped, c.draw);
         if (!rate) return std::unexpected(rate.error());
-        (overlapped ? g.overlapped : g.waiting)[b] += *rate / reps;
+        (*c.figures)[b] += *rate / reps;
       }
   return g;
 }
@@ -246,7 +267,7 @@ int bench_engine(const BenchEngineOptions& o) {
   // Both activation precisions side by side, in one process (the machine is noisy).
   std::vector<std::pair<std::string, EngineFigures>> results;
   SharedPrefixFigures prefix_figures;  // with the first precision measured
-  GreedyFigures greedy;                // likewise
+  DrawnFigures drawn;                  // likewise
   cache::KvGeometry geometry;
   std::string device_used, device_info;
   for (const Precision precision : {Precision::accurate, Precision::fast}) {
@@ -266,9 +287,9 @@ int bench_engine(const BenchEngineOptions& o) {
         return std::fprintf(stderr, "arbor: %s\n", pool.storage_error()->describe().c_str()), kExitFailed;
       figures = measure(**engine, pool, m.config().vocab_size, reps, prompts, batches);
       if (figures && results.empty()) {
-        auto measured = measure_greedy(**engine, pool, m.config().vocab_size, reps, batches);
+        auto measured = measure_drawn(**engine, pool, m.config().vocab_size, reps, batches);
         if (!measured) figures = std::unexpected(measured.error());
-        else greedy = std::move(*measured);
+        else drawn = std::move(*measured);
       }
     }
     if (!figures) return std::fprintf(stderr, "arbor: %s\n", figures.error().describe().c_str()), kExitFailed;
@@ -308,11 +329,14 @@ int bench_engine(const BenchEngineOptions& o) {
         if (const auto ratio = over_batch1(f, b)) figures["batch" + batch + "_speedup"] = *ratio;
       }
     }
-    for (std::size_t b = 0; b < batches.size(); ++b)
+    for (std::size_t b = 0; b < batches.size(); ++b) {
       j["greedy_decode"]["batch" + std::to_string(batches[b])] = {
-          {"waiting_tokens_per_s", greedy.waiting[b]},
-          {"overlapped_tokens_per_s", greedy.overlapped[b]},
-          {"speedup", greedy.overlapped[b] / greedy.waiting[b]}};
+          {"waiting_tokens_per_s", drawn.waiting[b]},
+          {"overlapped_tokens_per_s", drawn.overlapped[b]},
+          {"speedup", drawn.overlapped[b] / drawn.waiting[b]}};
+      j["sampled_decode"]["batch" + std::to_string(batches[b])] = {
+          {"overlapped_tokens_per_s", drawn.sampled[b]}, {"vs_greedy", drawn.sampled[b] / drawn.overlapped[b]}};
+    }
     if (o.shared_prefix > 0)
       j["shared_prefix_decode"] = {{"prefix_tokens", o.shared_prefix},
                                    {"batch", o.shared_batch},
@@ -339,11 +363,13 @@ int bench_engine(const BenchEngineOptions& o) {
         std::printf("\n");
       }
     }
-    std::printf("greedy decode (%s activations; argmax fed back), each step waiting vs queued behind the one before:\n",
+    std::printf("decode with drawn tokens fed back (%s activations): greedy, each step waiting vs queued behind the "
+                "one before; sampled (temperature 0.8, top_p 0.95), queued:\n",
                 results.front().first.c_str());
     for (std::size_t b = 0; b < batches.size(); ++b)
-      std::printf("  batch %-8d %8.1f vs %8.1f tokens/s (%.2fx)\n", batches[b], greedy.waiting[b],
-                  greedy.overlapped[b], greedy.overlapped[b] / greedy.waiting[b]);
+      std::printf("  batch %-8d %8.1f vs %8.1f tokens/s (%.2fx); sampled %8.1f tokens/s (%.2fx greedy)\n",
+                  batches[b], drawn.waiting[b], drawn.overlapped[b], drawn.overlapped[b] / drawn.waiting[b],
+                  drawn.sampled[b], drawn.sampled[b] / drawn.overlapped[b]);
     if (o.shared_prefix > 0)
       std::printf("decode batch %d over a %d-token prefix (%s activations): %.1f tokens/s with its pages shared, "
                   "%.1f with private copies (%.2fx)\n",

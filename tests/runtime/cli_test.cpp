@@ -560,7 +560,8 @@ TEST(Cli, BenchClusterComputesEachDocumentOnceWhenCacheAware) {
 // document (over 2,000 tokens of it), and with the cache the shared prefix is still
 // computed once (computed == ideal), without it once per agent.
 // The engine benchmark measures each prompt length and batch size asked for, each batch
-// against batch 1, and greedy decode at each batch size with steps waiting and overlapped.
+// against batch 1, greedy decode at each batch size with steps waiting and overlapped,
+// and sampled decode overlapped.
 TEST(Cli, BenchEngineMeasuresEachPromptLengthAndBatchSize) {
   REQUIRE_ARBOR();
   const Output o = run("bench engine --reps 1 --prompt 32,80 --batch 1,3 --shared-prefix 0 --precision fast --json");
@@ -580,6 +581,7 @@ TEST(Cli, BenchEngineMeasuresEachPromptLengthAndBatchSize) {
     const auto& g = j["greedy_decode"][batch];
     EXPECT_GT(g["waiting_tokens_per_s"].get<double>(), 0.0) << batch << " in " << o.out;
     EXPECT_GT(g["overlapped_tokens_per_s"].get<double>(), 0.0) << batch << " in " << o.out;
+    EXPECT_GT(j["sampled_decode"][batch]["overlapped_tokens_per_s"].get<double>(), 0.0) << batch << " in " << o.out;
   }
 }
 
@@ -597,6 +599,18 @@ TEST(Cli, BenchWorkflowPrefixDocumentsLengthenTheSharedPrefix) {
   EXPECT_EQ(on["computed_tokens"], on["ideal_prefill_tokens"]) << o.out;
   EXPECT_LT(on["computed_tokens"].get<int>(), on["prompt_tokens"].get<int>() * 6 / 10) << o.out;
   EXPECT_EQ(off["computed_tokens"], off["prompt_tokens"]) << o.out;
+}
+
+// --temperature makes the agents sample: the run still completes, and says so.
+TEST(Cli, BenchWorkflowSamplesAtATemperature) {
+  REQUIRE_ARBOR();
+  const Output o = run("bench workflow --agents 2 --max-tokens 4 --temperature 0.8 --json");
+  ASSERT_EQ(o.status, 0) << o.out;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["temperature"], 0.8);
+  ASSERT_EQ(j["runs"].size(), 2u) << o.out;
+  EXPECT_GT(j["runs"][0]["generated_tokens"].get<int>(), 0) << o.out;
+  EXPECT_NE(run("bench workflow --agents 2 --temperature 3").status, 0) << "a temperature out of range is refused";
 }
 
 // The cluster's TLS flags are checked before a model loads or anything listens; a node
