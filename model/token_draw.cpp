@@ -54,18 +54,10 @@ float top_k_logit(std::span<const float> logits, int top_k, std::span<float> wor
   return *kth;
 }
 
-// Step 3, for the tokens step 2 keeps (the others weigh 0); false when no logit is a
-// number.
-bool softmax_weights(std::span<const float> logits, float temperature, float min_logit, std::span<float> w) {
-  const std::int32_t best = kernels::cpu::argmax(logits.data(), int(logits.size()));
-  const float max = logits[std::size_t(best)];
-  if (std::isnan(max)) return false;
-  const float inv_t = 1.0f / temperature;
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    const float l = logits[i];
-    w[i] = l >= min_logit && (std::isfinite(l) || l == max) ? std::exp((l - max) * inv_t) : 0.0f;
-  }
-  return true;
+// Step 3, for the tokens step 2 keeps (the others weigh 0), given the largest logit.
+void softmax_weights(std::span<const float> logits, float temperature, float max, float min_logit,
+                     std::span<float> w) {
+  kernels::cpu::masked_exp(logits.data(), int(logits.size()), max, 1.0f / temperature, min_logit, w.data());
 }
 
 // Step 4: the smallest weight a token may have and be drawn (0: every weighed token).
@@ -106,8 +98,11 @@ std::int32_t draw_token(std::span<const float> logits, const TokenDraw& draw, st
   const std::size_t vocab = logits.size();
   scratch.resize(2 * vocab);
   const std::span<float> w(scratch.data(), vocab), work(scratch.data() + vocab, vocab);
+  const std::int32_t best = kernels::cpu::argmax(logits.data(), int(vocab));
+  const float max = logits[std::size_t(best)];
+  if (!std::isfinite(max)) return best;  // all NaN (0), or an infinite logit takes all the mass
   const float min_logit = top_k_logit(logits, draw.top_k, work);
-  if (!softmax_weights(logits, draw.temperature, min_logit, w)) return 0;
+  softmax_weights(logits, draw.temperature, max, min_logit, w);
   const float threshold = top_p_weight(w, draw.top_p, work);
   auto kept = [&](float x) { return x >= threshold && x > 0; };
   double mass = 0;

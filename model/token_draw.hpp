@@ -8,8 +8,9 @@
 //    maxima, NaNs skipped).
 // 2. top_k in 1..V-1: keep the tokens whose logit is at least the k-th largest logit
 //    (tokens tied with the k-th are all kept; NaN never counts).
-// 3. Weights w_i = exp((l_i - max l) / temperature) for the kept tokens; NaN and
-//    -infinity weigh 0, and so do the tokens step 2 dropped.
+// 3. Weights w_i = exp((l_i - max l) / temperature) for the kept tokens (AVX2:
+//    kernels::cpu::masked_exp); NaN and infinite logits weigh 0, and so do the tokens
+//    step 2 dropped. (A +infinity maximum takes all the mass: the argmax.)
 // 4. top_p < 1: of the tokens that weigh more than 0, keep the tokens whose weight is at least the largest weight
 //    v for which the kept weights >= v sum to p of the kept mass or more (the smallest
 //    most-probable set reaching p; ties at its edge all kept; p = 0: the maxima only).

@@ -207,6 +207,24 @@ int argmax(const float* x, int n) {
   return 0;  // every value is NaN
 }
 
+void masked_exp(const float* x, int n, float shift, float scale, float floor, float* out) {
+  const __m256 vshift = _mm256_set1_ps(shift), vscale = _mm256_set1_ps(scale), vfloor = _mm256_set1_ps(floor);
+  const __m256 infinity = _mm256_set1_ps(INFINITY), abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 keep = _mm256_and_ps(_mm256_cmp_ps(v, vfloor, _CMP_GE_OQ),
+                                      _mm256_cmp_ps(_mm256_and_ps(v, abs_mask), infinity, _CMP_LT_OQ));
+    const __m256 e = simd::exp256(_mm256_mul_ps(_mm256_sub_ps(v, vshift), vscale));
+    _mm256_storeu_ps(out + i, _mm256_and_ps(e, keep));
+  }
+  for (; i < n; ++i) {  // the tail through the same vector code, one lane used
+    alignas(32) float lane[8] = {x[i], 0, 0, 0, 0, 0, 0, 0};
+    masked_exp(lane, 8, shift, scale, floor, lane);
+    out[i] = lane[0];
+  }
+}
+
 int argmax_reference(const float* x, int n) {
   int best = -1;
   for (int i = 0; i < n; ++i)

@@ -33,6 +33,11 @@ void softmax_reference(float* x, int n);
 int argmax(const float* x, int n);
 int argmax_reference(const float* x, int n);
 
+// out[i] = e^((x[i] - shift) * scale) where x[i] is finite and >= floor, else 0, for
+// i < n: sampling's weights (model/token_draw.hpp). AVX2 (simd::exp256, within a few ulp
+// of std::exp; 0 where the exponent is below -87.3).
+void masked_exp(const float* x, int n, float shift, float scale, float floor, float* out);
+
 // f32 <-> f16 rows (KV cache stores f16).
 void fp32_to_fp16_row(const float* src, std::uint16_t* dst, int n);
 void fp16_to_fp32_row(const std::uint16_t* src, float* dst, int n);

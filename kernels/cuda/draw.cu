@@ -147,9 +147,10 @@ __device__ Amount exclusive_scan(Amount v, Amount* total) {
   return before;
 }
 
-// Steps 3-5 of the rule for a sampled row whose largest logit is `max`: weights in
-// place (0 below the top-k key), the top-p cut, the draw in id order.
-__device__ int draw_sampled(float* xr, int n, const RowDraw& d, float max) {
+// Steps 3-5 of the rule for a sampled row whose largest logit, `best`, is finite:
+// weights in place (0 below the top-k key), the top-p cut, the draw in id order.
+__device__ int draw_sampled(float* xr, int n, const RowDraw& d, Best best) {
+  const float max = best.value;
   unsigned min_key = 0;
   if (d.top_k > 0 && d.top_k < n)
     min_key = largest_key_reaching(n, Amount(d.top_k), [&](int i, unsigned& key, Amount& amount) {
@@ -162,7 +163,7 @@ __device__ int draw_sampled(float* xr, int n, const RowDraw& d, float max) {
   Amount mass = 0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     const float l = xr[i];
-    const bool weighed = logit_key(l) >= min_key && (isfinite(l) || l == max);
+    const bool weighed = logit_key(l) >= min_key && isfinite(l);
     const float w = weighed ? expf((l - max) * inv_t) : 0.f;
     xr[i] = w;
     mass += fixed_point(w);
@@ -194,6 +195,8 @@ __device__ int draw_sampled(float* xr, int n, const RowDraw& d, float max) {
   Amount target = Amount(double(kept) * double(d.uniform));
   if (target >= kept) target = kept - 1;  // rounding
   __shared__ int drawn;
+  if (threadIdx.x == 0) drawn = best.index;  // the largest weight, 1, makes kept > target: never left
+  __syncthreads();
   if (running <= target && target < running + own)
     for (int i = begin; i < end; ++i) {
       running += kept_amount(i);
@@ -212,7 +215,9 @@ __global__ void __launch_bounds__(kThreads) draw_rows_kernel(float* __restrict__
   const RowDraw d = draws[blockIdx.x];
   const Best best = row_best(xr, n);
   int token = best.index < 0 ? 0 : best.index;
-  if (best.index >= 0 && d.temperature > 0.f && d.top_k != 1) token = draw_sampled(xr, n, d, best.value);
+  // An infinite maximum takes all the mass (the host rule's argmax too).
+  if (best.index >= 0 && isfinite(best.value) && d.temperature > 0.f && d.top_k != 1)
+    token = draw_sampled(xr, n, d, best);
   if (threadIdx.x == 0) out[blockIdx.x] = token;
 }
 

@@ -165,5 +165,29 @@ TEST(Ops, Fp16RowsMatchScalarConversion) {
   }
 }
 
+// Sampling's weights: e^((x - shift) * scale) within a few ulp of std::exp, in vector
+// body and tail alike; 0 for NaN, infinities and values below the floor.
+TEST(Ops, MaskedExpMatchesStdExpAndZeroesWhatItMasks) {
+  std::mt19937 rng(13);
+  for (int n : {1, 7, 8, 9, 61, 4099}) {
+    auto x = random_floats(rng, n, -30.f, 5.f);
+    x[rng() % std::size_t(n)] = NAN;
+    x[rng() % std::size_t(n)] = -INFINITY;
+    x[rng() % std::size_t(n)] = INFINITY;
+    const float shift = 5.f, scale = 1.f / 0.7f, floor = -20.f;
+    std::vector<float> out(std::size_t(n), -1.f);
+    masked_exp(x.data(), n, shift, scale, floor, out.data());
+    for (int i = 0; i < n; ++i) {
+      const float v = x[std::size_t(i)], got = out[std::size_t(i)];
+      if (!std::isfinite(v) || v < floor) {
+        EXPECT_EQ(got, 0.f) << "n " << n << " x " << v;
+        continue;
+      }
+      const float expected = std::exp((v - shift) * scale);
+      EXPECT_NEAR(got, expected, expected * 4e-7f + 1e-37f) << "n " << n << " x " << v;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace arbor::kernels::cpu

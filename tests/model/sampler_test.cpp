@@ -8,6 +8,8 @@
 #include <map>
 #include <utility>
 
+#include "kernels/cpu/ops.hpp"
+
 namespace arbor::model {
 namespace {
 
@@ -117,6 +119,7 @@ TEST(Sampler, SamplingFollowsTheDistribution) {
 std::int32_t reference_draw(const std::vector<float>& logits, const TokenDraw& draw) {
   if (draw.greedy()) return argmax(logits);
   const float max = logits[std::size_t(argmax(logits))];
+  if (!std::isfinite(max)) return argmax(logits);  // no finite logit: nothing weighs
   std::vector<float> by_logit;
   for (float l : logits) by_logit.push_back(std::isnan(l) ? -INFINITY : l);
   std::sort(by_logit.begin(), by_logit.end(), std::greater<float>());
@@ -124,11 +127,10 @@ std::int32_t reference_draw(const std::vector<float>& logits, const TokenDraw& d
       draw.top_k > 0 && std::size_t(draw.top_k) < logits.size() ? by_logit[std::size_t(draw.top_k) - 1] : -INFINITY;
   std::vector<std::pair<float, std::int32_t>> sorted;
   std::vector<float> w(logits.size());
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    const bool weighed = logits[i] >= min_logit && (std::isfinite(logits[i]) || logits[i] == max);
-    w[i] = weighed ? std::exp((logits[i] - max) * (1.0f / draw.temperature)) : 0;
-    sorted.push_back({w[i], std::int32_t(i)});
-  }
+  // The weights as the rule computes them (kernels::cpu::masked_exp, tested against
+  // std::exp in tests/kernels): this reference checks the cuts and the draw.
+  kernels::cpu::masked_exp(logits.data(), int(logits.size()), max, 1.0f / draw.temperature, min_logit, w.data());
+  for (std::size_t i = 0; i < logits.size(); ++i) sorted.push_back({w[i], std::int32_t(i)});
   std::sort(sorted.begin(), sorted.end(), [](auto a, auto b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   float threshold = 0;
   if (draw.top_p < 1) {
