@@ -136,6 +136,36 @@ TEST(CudaOps, GreedyDrawsAreTheRowsArgmax) {
   }
 }
 
+// A sampled draw walks the kept mass in id order: two equal logits among -inf ones
+// share it evenly (uniform below 1/2: the first; from 1/2: the second), whatever the
+// temperature; top_p below the first's share still keeps both (ties at the edge), and a
+// top_k of 1 is greedy (the first). (The whole rule: tests/model/cuda/token_draw_cuda_test.cpp.)
+TEST(CudaOps, SampledDrawsSplitTheMassInIdOrder) {
+  ARBOR_REQUIRE_CUDA();
+  const int n = 3000, first = 700, second = 2900;
+  struct Case {
+    RowDraw draw;
+    std::int32_t expected;
+  };
+  const Case cases[] = {{{1.f, 0, 1.f, 0.1f}, first},    {{1.f, 0, 1.f, 0.49f}, first},
+                        {{0.3f, 0, 1.f, 0.51f}, second}, {{2.f, 0, 1.f, 0.99f}, second},
+                        {{1.f, 0, 0.4f, 0.8f}, second},  {{1.f, 2, 1.f, 0.7f}, second},
+                        {{1.f, 1, 1.f, 0.9f}, first}};
+  const int rows = int(std::size(cases));
+  std::vector<float> x(std::size_t(rows) * n, -INFINITY);
+  std::vector<RowDraw> draws;
+  for (int r = 0; r < rows; ++r) {
+    x[std::size_t(r) * n + first] = x[std::size_t(r) * n + second] = 1.5f;
+    draws.push_back(cases[r].draw);
+  }
+  auto dx = to_device(x);
+  const DeviceBuffer d_draws = to_device(draws);
+  DeviceBuffer d_out = to_device(std::vector<std::int32_t>(std::size_t(rows), -7));
+  draw_rows(dx.as<float>(), d_draws.as<const RowDraw>(), rows, n, d_out.as<std::int32_t>(), nullptr);
+  const auto got = to_host<std::int32_t>(d_out, std::size_t(rows));
+  for (int r = 0; r < rows; ++r) EXPECT_EQ(got[std::size_t(r)], cases[r].expected) << "case " << r;
+}
+
 // RoPE and the K/V store in one launch: q rotated in place as kernels::cpu::rope does
 // (large positions, partial rotary, an odd head_dim); rotated k and v land in (page,
 // slot) through the page table, as f16, at the layer's K and V offsets; nothing else in
