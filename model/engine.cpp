@@ -1,6 +1,7 @@
 #include "model/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "cache/page_pool.hpp"
@@ -22,6 +23,13 @@ Result<void> Engine::check_batch(std::span<const SequenceStep> batch, const cach
     const SequenceStep& s = batch[i];
     const std::string where = "sequence " + std::to_string(i) + " of the batch: ";
     if (s.tokens.empty()) return fail(ErrorCode::invalid_argument, where + "no tokens to process");
+    if (s.logits == LogitsMode::last_token && !s.draw.greedy() &&
+        !(s.draw.uniform >= 0.0 && s.draw.uniform < 1.0 && std::isfinite(s.draw.temperature) &&
+          !std::isnan(s.draw.top_p)))
+      return fail(ErrorCode::invalid_argument,
+                  where + "its draw needs a finite temperature, a top_p that is a number and a uniform number "
+                          "in [0, 1) (got " + std::to_string(s.draw.temperature) + ", " +
+                      std::to_string(s.draw.top_p) + ", " + std::to_string(s.draw.uniform) + ")");
     const std::int64_t end = std::int64_t(s.start_pos) + std::int64_t(s.tokens.size());
     if (s.start_pos < 0 || end > c.context_length)
       return fail(ErrorCode::too_long, where + "positions up to " + std::to_string(end) +

@@ -115,8 +115,9 @@ class Engine {
   // Runs one step. Outputs come out in batch order: for each sequence, none, its last
   // row's logits, all its rows' logits, or its last row's drawn token (LogitsMode).
   // invalid_argument (nothing written) when a token id is out of range, a page table
-  // is too short, positions exceed the context length, or the pool's geometry does
-  // not match the model.
+  // is too short, a sampled draw is malformed (uniform outside [0, 1), a NaN temperature
+  // or top_p), or the pool's geometry does not match the model; too_long when positions
+  // exceed the context length.
   // Nothing may be submitted and not yet collected.
   virtual Result<void> forward(std::span<const SequenceStep> batch, cache::PagePool& kv, StepOutput& out) = 0;
 

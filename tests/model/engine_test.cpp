@@ -167,6 +167,18 @@ TEST_P(TinyEngine, RejectsBadInputWithoutWriting) {
   ASSERT_FALSE(r2);
   EXPECT_NE(r2.error().message.find("page table"), std::string::npos);
 
+  KvSequence drawn;
+  ASSERT_TRUE(reserve_pages(drawn, *pool_, 3));
+  for (const TokenDraw bad_draw : {TokenDraw{.temperature = 0.7f, .uniform = 1.0},
+                                   TokenDraw{.temperature = NAN, .uniform = 0.5}}) {
+    SequenceStep step{tokens, 0, drawn.pages, LogitsMode::last_token, bad_draw};
+    auto r4 = engine_->forward(std::span(&step, 1), *pool_, out);
+    ASSERT_FALSE(r4);
+    EXPECT_EQ(r4.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(r4.error().message.find("its draw needs"), std::string::npos) << r4.error().message;
+  }
+  release(drawn, *pool_);
+
   std::vector<std::int32_t> too_long(static_cast<std::size_t>(config_.context_length + 1), 1);
   KvSequence seq2;
   auto r3 = prefill(*engine_, *pool_, seq2, too_long, 600);
