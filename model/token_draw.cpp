@@ -54,12 +54,6 @@ float top_k_logit(std::span<const float> logits, int top_k, std::span<float> wor
   return *kth;
 }
 
-// Step 3, for the tokens step 2 keeps (the others weigh 0), given the largest logit.
-void softmax_weights(std::span<const float> logits, float temperature, float max, float min_logit,
-                     std::span<float> w) {
-  kernels::cpu::masked_exp(logits.data(), int(logits.size()), max, 1.0f / temperature, min_logit, w.data());
-}
-
 // Step 4: the smallest weight a token may have and be drawn (0: every weighed token).
 // Weights lie in (0, 1]: their mass by binary exponent, summed from the top, says in
 // which exponent the cut lies, so only the weights of that one go through
@@ -102,7 +96,8 @@ std::int32_t draw_token(std::span<const float> logits, const TokenDraw& draw, st
   const float max = logits[std::size_t(best)];
   if (!std::isfinite(max)) return best;  // all NaN (0), or an infinite logit takes all the mass
   const float min_logit = top_k_logit(logits, draw.top_k, work);
-  softmax_weights(logits, draw.temperature, max, min_logit, w);
+  // Step 3: the weights of the tokens step 2 keeps (the others weigh 0).
+  kernels::cpu::masked_exp(logits.data(), int(vocab), max, 1.0f / draw.temperature, min_logit, w.data());
   const float threshold = top_p_weight(w, draw.top_p, work);
   auto kept = [&](float x) { return x >= threshold && x > 0; };
   double mass = 0;
