@@ -55,7 +55,6 @@ class Sampler {
   // This sequence's next draw (its settings and, unless greedy, the RNG's next uniform
   // number): sample(logits) is draw_token(logits, next_draw()).
   TokenDraw next_draw();
-  bool is_greedy() const { return TokenDraw{temperature_, top_k_, top_p_}.greedy(); }
 
  private:
   float temperature_;
