@@ -30,6 +30,7 @@
 // - Not thread-safe: one owner (the cache actor) calls it.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -88,6 +89,12 @@ struct StepOutput {
   std::vector<TokenId> tokens;   // one per LogitsMode::last_token sequence
 };
 
+// Steps a device engine ran as graphs: replayed as captured before (a steady decode
+// step: one launch call on the host), or captured (and the graph updated or instantiated).
+struct GraphCounts {
+  std::uint64_t replayed = 0, captured = 0;
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -133,6 +140,8 @@ class Engine {
   // True when submit() returns before the step has run, so work between submit and
   // collect overlaps it (a device backend); false when it runs inside submit().
   virtual bool asynchronous() const { return false; }
+  // Its steps that went through graphs so far (none on a backend without them).
+  virtual GraphCounts graph_counts() const { return {}; }
 
  protected:
   // The checks of forward()'s contract that need no backend (each engine calls it

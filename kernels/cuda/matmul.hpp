@@ -101,6 +101,9 @@ class Matmul {
     return x_half_.reserve(std::size_t(m * cols) * sizeof(__half), error);
   }
 
+  // Where the f16 activations go (a kernel argument of the GEMVs of more than one row).
+  const void* activation_scratch() const { return x_half_.data(); }
+
   // The most device memory a Matmul's scratch takes for products of up to `max_rows`
   // activation rows of up to `max_cols` columns.
   static std::size_t scratch_bytes(std::int64_t max_rows, std::int64_t max_cols) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <deque>
 #include <cstdlib>
@@ -40,12 +41,18 @@ Result<void> cuda_ok(cudaError_t e, const char* what) {
 }
 
 // A step's row metadata, built on the host and uploaded as one int32 array:
-// [tokens | positions | row_page | row_slot | row_table | logit_rows | page_table |
-//  tile_rows | tile_length | row_start | draws] (tokens: future ones negative; tile_*,
-// row_start: shared-prefix tiles of the decode rows and of each prefill run,
-// kernels/cuda/shared_prefix.hpp; draws: a cu::RowDraw per token row). logit_rows lists
+// [tokens | positions | row_page | row_slot | row_table | logit_rows | draws |
+//  tile_rows | tile_length | row_start | page_table] (tokens: future ones negative;
+// draws: a cu::RowDraw per token row; tile_*, row_start: shared-prefix tiles of the
+// decode rows and of each prefill run, kernels/cuda/shared_prefix.hpp). logit_rows lists
 // the rows whose logits go back to the host first, then the rows that only send back
 // the token drawn from them.
+// Steady decode steps (the same rows, sharing as before) get the same offsets and bounds,
+// so that their kernels' arguments repeat and a graph replays (GraphKey): the page table,
+// the one section that grows as sequences do, comes last, and the attention bounds are
+// rounded up to kPositionBucket (the kernels stop at each row's own length).
+constexpr int kPositionBucket = 256;
+
 struct StepPlan {
   std::vector<std::int32_t> ints;
   int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0;
@@ -92,8 +99,9 @@ struct StepPlan {
     cu::SharedPrefixPlan tiles = cu::plan_shared_prefixes(decode_rows, rows, page_size);
     for (const PrefillRun& run : prefill_runs) cu::add_prefill_tiles(tiles, run.first_row, run.first_pos, run.count);
     num_tiles = tiles.num_tiles();
-    max_tile_length = tiles.max_tile_length;
-    max_own_positions = cu::max_own_positions(tiles, pos);
+    max_tile_length = bucket(tiles.max_tile_length);
+    max_own_positions = bucket(cu::max_own_positions(tiles, pos));
+    max_positions = bucket(max_positions);
     auto append = [&](std::size_t& at, const std::vector<std::int32_t>& v) {
       at = ints.size();
       ints.insert(ints.end(), v.begin(), v.end());
@@ -103,12 +111,15 @@ struct StepPlan {
     append(row_slot, slot);
     append(row_table, table);
     append(logit_row_ids, want);
-    append(page_table, flat_pages);
+    append(draws, draw_words);
     append(tile_rows, tiles.tile_rows);
     append(tile_length, tiles.tile_length);
     append(row_start, tiles.row_start);
-    append(draws, draw_words);
+    append(page_table, flat_pages);
   }
+
+  // A bound on positions rounded up to a whole kPositionBucket (0 stays 0: no bound).
+  static int bucket(int positions) { return (positions + kPositionBucket - 1) / kPositionBucket * kPositionBucket; }
 
   static void append_draw(std::vector<std::int32_t>& words, const TokenDraw& d) {
     const cu::RowDraw row{d.temperature, d.top_k, d.top_p, float(d.uniform)};
@@ -117,14 +128,32 @@ struct StepPlan {
   }
 };
 
+// What a step's kernels take as arguments besides the contents of device memory: two
+// steps with equal keys launch the same kernels with the same arguments, so the graph
+// captured for one replays for the other as it is (the weights, the config and the
+// engine's switches never change).
+struct GraphKey {
+  int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0, max_own_positions = 0;
+  int num_tiles = 0, max_tile_length = 0;
+  std::array<std::size_t, 10> offsets{};  // of the metadata sections
+  std::array<int, 4> geometry{};          // the KV pool's layers, KV heads, head_dim, page size
+  std::vector<const void*> memory;        // every device address the kernels are given
+  bool operator==(const GraphKey&) const = default;
+};
+
 // What a submitted step keeps until collected: its metadata on the host (the upload
 // reads it when the device gets there), its outputs' pinned destinations and sizes, its
-// token rows' ids on the device (the next step's future tokens), its end event.
+// token rows' ids on the device (the next step's future tokens), its end event. And
+// the graph of the last decode step queued from this slot, with its key: that step was
+// collected before this slot is used again, so the graph is never updated while a
+// launch of it may still run.
 struct StepSlot {
   cu::PinnedBuffer ints, logits, tokens_host;
   cu::DeviceBuffer tokens;
   int logit_rows = 0, token_rows = 0;
   cudaEvent_t done = nullptr;
+  cudaGraphExec_t graph = nullptr;
+  GraphKey graph_key;
 };
 
 class CudaEngine final : public Engine {
@@ -134,9 +163,10 @@ class CudaEngine final : public Engine {
         allocator_(std::make_shared<CudaPageAllocator>(device)) {}
   ~CudaEngine() override {
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // steps not collected end first
-    if (graph_exec_ != nullptr) cudaGraphExecDestroy(graph_exec_);
-    for (StepSlot& slot : slots_)
+    for (StepSlot& slot : slots_) {
       if (slot.done != nullptr) cudaEventDestroy(slot.done);
+      if (slot.graph != nullptr) cudaGraphExecDestroy(slot.graph);
+    }
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -153,6 +183,7 @@ class CudaEngine final : public Engine {
     if (!uploaded) return std::unexpected(uploaded.error());
     weights_ = std::move(*uploaded);
     graphs_ = !switched_off("ARBOR_CUDA_GRAPHS");
+    replay_graphs_ = !switched_off("ARBOR_CUDA_GRAPH_REPLAY");
     tensor_core_attention_ = !switched_off("ARBOR_CUDA_TENSOR_CORE_ATTENTION");
     return {};
   }
@@ -163,7 +194,7 @@ class CudaEngine final : public Engine {
     return "cuda (" + info_.name + ", device " + std::to_string(device_) + ", sm_" + std::to_string(info_.major) +
            std::to_string(info_.minor) + ", " + std::to_string(info_.total_bytes >> 30) + " GiB; weights " +
            std::to_string(weights_ ? weights_->device_bytes >> 20 : 0) + " MiB; decode steps as CUDA graphs: " +
-           (graphs_ ? "on" : "off") + "; tensor-core attention: " + (tensor_core_attention_ ? "on" : "off") + ")";
+           (graphs_ ? (replay_graphs_ ? "on" : "on, captured every step") : "off") + "; tensor-core attention: " + (tensor_core_attention_ ? "on" : "off") + ")";
   }
   std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
 
@@ -193,6 +224,7 @@ class CudaEngine final : public Engine {
   }
 
   bool asynchronous() const override { return true; }
+  GraphCounts graph_counts() const override { return graph_counts_; }
 
   // Queues the step: metadata up through a pinned buffer, the kernels (a graph for a
   // decode step), its outputs down into pinned buffers, then an event. Returns without
@@ -222,7 +254,7 @@ class CudaEngine final : public Engine {
       return ok;
     futures_ = previous_ == nullptr ? nullptr : previous_->tokens.as<const std::int32_t>();
     tokens_out_ = slot.tokens.as<std::int32_t>();
-    if (auto ok = run_step_kernels(g); !ok) return ok;
+    if (auto ok = run_step_kernels(g, slot); !ok) return ok;
     if (auto ok = enqueue_outputs(slot); !ok) return ok;
     previous_ = &slot;
     next_slot_ = (next_slot_ + 1) % slots_.size();
@@ -265,18 +297,24 @@ class CudaEngine final : public Engine {
   bool step_fits_a_graph() const { return graphs_ && weights_->kernels_only(plan_.rows); }
 
   // A decode step is hundreds of small kernels (8-10 a layer): launched one by one, a small
-  // model's step is bound by the host's launch cost. Captured into a graph instead and
-  // launched once; the graph instantiated for an earlier step is updated in place when
-  // this one has the same kernels (the same batch-size bucket and attention passes),
-  // which is cheaper than instantiating. A capture the device refuses turns graphs off
-  // for this engine (logged) and the step runs launch by launch.
-  Result<void> run_step_kernels(const cache::KvGeometry& g) {
+  // model's step is bound by the host's launch cost. Run as a graph instead, launched
+  // once. A steady decode step (the same key as the slot's last graph) replays that graph
+  // as it is: no capture, no update, a single launch call. Another step is captured, and
+  // the slot's graph updated in place when the kernels are the same (cheaper than
+  // instantiating), else instantiated anew. A capture or launch the device refuses turns
+  // graphs off for this engine (logged) and the step runs launch by launch.
+  Result<void> run_step_kernels(const cache::KvGeometry& g, StepSlot& slot) {
     if (!step_fits_a_graph()) return enqueue_step_kernels(g);
     // A capture may not allocate: the matmuls' f16 activation scratch is grown first (a
     // failure here shows again, with its message, when the step runs without a graph).
     std::string error;
     if (!matmul_.reserve_activations(plan_.rows, std::max(config_.hidden, config_.ffn_dim), &error))
       return enqueue_step_kernels(g);
+    GraphKey key = graph_key(g);
+    if (replay_graphs_ && slot.graph != nullptr && key == slot.graph_key) {
+      ++graph_counts_.replayed;
+      return cudaGraphLaunch(slot.graph, stream_) == cudaSuccess ? Result<void>{} : graphs_failed("cudaGraphLaunch", g);
+    }
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess)
       return graphs_failed("cudaStreamBeginCapture", g);
     Result<void> enqueued = enqueue_step_kernels(g);
@@ -288,27 +326,47 @@ class CudaEngine final : public Engine {
       return enqueued;
     }
     if (ended != cudaSuccess) return graphs_failed("cudaStreamEndCapture", g);
-    const char* failed = launch_graph(graph);
+    ++graph_counts_.captured;
+    const char* failed = adopt_graph(slot, graph);
     cudaGraphDestroy(graph);
-    return failed == nullptr ? Result<void>{} : graphs_failed(failed, g);
+    if (failed != nullptr) return graphs_failed(failed, g);
+    slot.graph_key = std::move(key);
+    return cudaGraphLaunch(slot.graph, stream_) == cudaSuccess ? Result<void>{} : graphs_failed("cudaGraphLaunch", g);
   }
 
-  // Updates (or instantiates) graph_exec_ to `graph` and launches it: the failing call's
-  // name, or null.
-  const char* launch_graph(cudaGraph_t graph) {
-    if (graph_exec_ != nullptr) {
+  // Makes the slot's graph `graph`: updated in place, or instantiated when it has other
+  // kernels. The failing call's name, or null.
+  static const char* adopt_graph(StepSlot& slot, cudaGraph_t graph) {
+    if (slot.graph != nullptr) {
       cudaGraphExecUpdateResultInfo info{};
-      if (cudaGraphExecUpdate(graph_exec_, graph, &info) != cudaSuccess) {  // other kernels: a new one
-        cudaGetLastError();
-        cudaGraphExecDestroy(graph_exec_);
-        graph_exec_ = nullptr;
-      }
+      if (cudaGraphExecUpdate(slot.graph, graph, &info) == cudaSuccess) return nullptr;
+      cudaGetLastError();
+      cudaGraphExecDestroy(slot.graph);
+      slot.graph = nullptr;
     }
-    if (graph_exec_ == nullptr && cudaGraphInstantiate(&graph_exec_, graph, 0) != cudaSuccess) {
-      graph_exec_ = nullptr;
-      return "cudaGraphInstantiate";
-    }
-    return cudaGraphLaunch(graph_exec_, stream_) == cudaSuccess ? nullptr : "cudaGraphLaunch";
+    if (cudaGraphInstantiate(&slot.graph, graph, 0) == cudaSuccess) return nullptr;
+    slot.graph = nullptr;
+    return "cudaGraphInstantiate";
+  }
+
+  // The arguments this step's kernels are launched with, beyond the fixed ones.
+  GraphKey graph_key(const cache::KvGeometry& g) const {
+    GraphKey k;
+    k.rows = plan_.rows;
+    k.logit_rows = plan_.logit_rows;
+    k.token_rows = plan_.token_rows;
+    k.max_positions = plan_.max_positions;
+    k.max_own_positions = plan_.max_own_positions;
+    k.num_tiles = plan_.num_tiles;
+    k.max_tile_length = plan_.max_tile_length;
+    k.offsets = {plan_.positions, plan_.row_page,  plan_.row_slot,    plan_.row_table, plan_.logit_row_ids,
+                 plan_.draws,     plan_.tile_rows, plan_.tile_length, plan_.row_start, plan_.page_table};
+    k.geometry = {g.num_layers, g.num_kv_heads, g.head_dim, g.page_size};
+    k.memory = {x_.data(),   xn_.data(),  q_.data(),     k_.data(),         v_.data(),  attn_.data(),
+                gate_.data(), up_.data(), tmp_.data(),   logits_.data(),    ints_.data(),
+                attention_scratch_.data(), matmul_.activation_scratch(), futures_, tokens_out_,
+                allocator_->region()};
+    return k;
   }
 
   Result<void> graphs_failed(const char* call, const cache::KvGeometry& g) {
@@ -381,7 +439,9 @@ class CudaEngine final : public Engine {
 
   Result<void> reserve(StepSlot& slot) {
     const StepSizes s = step_sizes(plan_.rows, plan_.logit_rows, plan_.max_positions);
-    const std::size_t ints_bytes = plan_.ints.size() * sizeof(std::int32_t);
+    // The metadata grows with the page table, step by step: a power of two, so that it is
+    // seldom reallocated (a free waits for the device, and moves the graphs' argument).
+    const std::size_t ints_bytes = std::bit_ceil(plan_.ints.size() * sizeof(std::int32_t));
     const std::size_t token_bytes = std::size_t(plan_.token_rows) * sizeof(std::int32_t);
     const std::size_t kept_bytes =
         std::size_t(plan_.logit_rows - plan_.token_rows) * std::size_t(config_.vocab_size) * sizeof(float);
@@ -516,8 +576,9 @@ class CudaEngine final : public Engine {
   const std::int32_t* futures_ = nullptr;  // the step being queued: where its future tokens are,
   std::int32_t* tokens_out_ = nullptr;     // and where its drawn tokens go
   bool graphs_ = true;                     // decode steps through a CUDA graph (ARBOR_CUDA_GRAPHS=0: off)
+  bool replay_graphs_ = true;              // steady steps replay it (ARBOR_CUDA_GRAPH_REPLAY=0: captured each step)
   bool tensor_core_attention_ = true;      // shared-prefix passes on tensor cores (ARBOR_CUDA_TENSOR_CORE_ATTENTION=0: off)
-  cudaGraphExec_t graph_exec_ = nullptr;   // the last step's graph, updated for the next
+  GraphCounts graph_counts_;
   // Device activations, [rows][dim] each, and the step's metadata and attention state.
   cu::DeviceBuffer x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_, logits_, ints_, attention_scratch_;
 };

@@ -6,7 +6,7 @@
 // of the same context, side by side; and decode as the scheduler runs it (each row's
 // drawn token fed back): greedy with each step waiting for the one before vs
 // overlapped, and sampled (temperature 0.8, top_p 0.95: the draw where the logits are)
-// overlapped.
+// overlapped; on a device, how many of those steps replayed a graph without capture.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -53,9 +53,11 @@ struct EngineFigures {
 };
 
 // Decode with drawn tokens fed back per batch size (drawn_decode_rate), aggregate
-// tokens/s: greedy waiting, greedy overlapped, sampled overlapped.
+// tokens/s: greedy waiting, greedy overlapped, sampled overlapped; and how many of
+// those steps replayed a graph, how many were captured (a device engine's).
 struct DrawnFigures {
   std::vector<double> waiting, overlapped, sampled;
+  model::GraphCounts graphs;
 };
 
 // The sampled decode's draw (a common chat setting).
@@ -222,6 +224,7 @@ Result<DrawnFigures> measure_drawn(model::Engine& engine, cache::PagePool& pool,
     model::TokenDraw draw;
   };
   const Case cases[] = {{&g.waiting, false, {}}, {&g.overlapped, true, {}}, {&g.sampled, true, kSampledDraw}};
+  const model::GraphCounts before = engine.graph_counts();
   for (int r = 0; r < reps; ++r)
     for (std::size_t b = 0; b < batches.size(); ++b)
       for (const Case& c : cases) {
@@ -229,6 +232,8 @@ Result<DrawnFigures> measure_drawn(model::Engine& engine, cache::PagePool& pool,
         if (!rate) return std::unexpected(rate.error());
         (*c.figures)[b] += *rate / reps;
       }
+  const model::GraphCounts after = engine.graph_counts();
+  g.graphs = {after.replayed - before.replayed, after.captured - before.captured};
   return g;
 }
 
@@ -337,6 +342,7 @@ int bench_engine(const BenchEngineOptions& o) {
       j["sampled_decode"]["batch" + std::to_string(batches[b])] = {
           {"overlapped_tokens_per_s", drawn.sampled[b]}, {"vs_greedy", drawn.sampled[b] / drawn.overlapped[b]}};
     }
+    j["graph_steps"] = {{"replayed", drawn.graphs.replayed}, {"captured", drawn.graphs.captured}};
     if (o.shared_prefix > 0)
       j["shared_prefix_decode"] = {{"prefix_tokens", o.shared_prefix},
                                    {"batch", o.shared_batch},
@@ -370,6 +376,10 @@ int bench_engine(const BenchEngineOptions& o) {
       std::printf("  batch %-8d %8.1f vs %8.1f tokens/s (%.2fx); sampled %8.1f tokens/s (%.2fx greedy)\n",
                   batches[b], drawn.waiting[b], drawn.overlapped[b], drawn.overlapped[b] / drawn.waiting[b],
                   drawn.sampled[b], drawn.sampled[b] / drawn.overlapped[b]);
+    if (drawn.graphs.replayed + drawn.graphs.captured > 0)
+      std::printf("  of these steps, %llu replayed a graph as it was captured, %llu were captured\n",
+                  static_cast<unsigned long long>(drawn.graphs.replayed),
+                  static_cast<unsigned long long>(drawn.graphs.captured));
     if (o.shared_prefix > 0)
       std::printf("decode batch %d over a %d-token prefix (%s activations): %.1f tokens/s with its pages shared, "
                   "%.1f with private copies (%.2fx)\n",

@@ -19,9 +19,11 @@ struct CUgraphExec_st {
 namespace cuda_emulator {
 namespace {
 std::atomic<std::uint64_t> graphs{0};
+std::atomic<std::uint64_t> captures{0};
 }  // namespace
 
 std::uint64_t graphs_launched() { return graphs.load(); }
+std::uint64_t graphs_captured() { return captures.load(); }
 
 bool capturing(cudaStream_t stream) { return stream != nullptr && stream->capturing; }
 
@@ -55,6 +57,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   *graph = nullptr;
   if (stream->capture_invalidated) return set_last_error(cudaErrorStreamCaptureInvalidated);
   *graph = new CUgraph_st{std::move(nodes)};
+  ++cuda_emulator::captures;
   return cudaSuccess;
 }
 

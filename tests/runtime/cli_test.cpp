@@ -561,7 +561,7 @@ TEST(Cli, BenchClusterComputesEachDocumentOnceWhenCacheAware) {
 // computed once (computed == ideal), without it once per agent.
 // The engine benchmark measures each prompt length and batch size asked for, each batch
 // against batch 1, greedy decode at each batch size with steps waiting and overlapped,
-// and sampled decode overlapped.
+// and sampled decode overlapped, and how many of those steps went through graphs.
 TEST(Cli, BenchEngineMeasuresEachPromptLengthAndBatchSize) {
   REQUIRE_ARBOR();
   const Output o = run("bench engine --reps 1 --prompt 32,80 --batch 1,3 --shared-prefix 0 --precision fast --json");
@@ -583,6 +583,9 @@ TEST(Cli, BenchEngineMeasuresEachPromptLengthAndBatchSize) {
     EXPECT_GT(g["overlapped_tokens_per_s"].get<double>(), 0.0) << batch << " in " << o.out;
     EXPECT_GT(j["sampled_decode"][batch]["overlapped_tokens_per_s"].get<double>(), 0.0) << batch << " in " << o.out;
   }
+  // The CPU engine runs no graphs (the CUDA engine's replays: CudaEngine.SteadyDecode...).
+  EXPECT_EQ(j["graph_steps"]["replayed"], 0) << o.out;
+  EXPECT_EQ(j["graph_steps"]["captured"], 0) << o.out;
 }
 
 TEST(Cli, BenchWorkflowPrefixDocumentsLengthenTheSharedPrefix) {

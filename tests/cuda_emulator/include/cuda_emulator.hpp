@@ -242,9 +242,11 @@ struct LaunchConfig {
 // (as a real launch does), a kernel that deadlocks or misuses a barrier aborts.
 void run_grid(const LaunchConfig& config, void (*body)(void*), void* context);
 // Grids launched so far by this process (well-formed launches, each run of a captured
-// one included; cuBLAS calls not counted), and graphs launched.
+// one included; cuBLAS calls not counted), graphs launched, and captures ended with a
+// graph.
 std::uint64_t grids_launched();
 std::uint64_t graphs_launched();
+std::uint64_t graphs_captured();
 
 // Stream capture (graph.cpp): whether `stream` is capturing, and work for its graph (a
 // node of kind `kind`, run when the graph is launched).

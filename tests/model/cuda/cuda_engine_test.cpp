@@ -231,32 +231,46 @@ TEST(CudaEngine, ABatchOneDecodeStepLaunchesEightKernelsPerLayer) {
 }
 
 // Decode steps of a quantized model run as one CUDA graph each (ARBOR_CUDA_GRAPHS=0:
-// launch by launch) with the same logits bit for bit, whether the graph is new (the
-// first step, a batch of another size) or updated in place; prefill steps of more than
-// kQuantizedGemmMaxRows rows (cuBLAS GEMMs) are never captured.
-TEST(CudaEngine, DecodeStepsRunAsOneGraphWithTheLogitsOfDirectLaunches) {
+// launch by launch) with the same logits bit for bit, whether the graph is captured (a
+// slot's first, a batch of another size) or replayed as it was (a steady step: no
+// capture, though positions grow and the page table gains a page; ARBOR_CUDA_GRAPH_REPLAY=0:
+// captured every step); prefill steps of more than kQuantizedGemmMaxRows rows (cuBLAS
+// GEMMs) are never captured.
+TEST(CudaEngine, SteadyDecodeStepsReplayTheirGraphWithTheLogitsOfDirectLaunches) {
 #ifndef ARBOR_CUDA_EMULATED
   GTEST_SKIP() << "counts the CUDA emulator's graph launches";
 #else
   ARBOR_REQUIRE_CUDA();
   auto m = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
   const auto tokens = random_tokens(70, m->config.vocab_size, 4);
-  auto run = [&](bool graphs, std::uint64_t& graph_launches) {
-    setenv("ARBOR_CUDA_GRAPHS", graphs ? "1" : "0", 1);
+  struct Graphs {
+    std::uint64_t launched = 0, captured = 0;
+    GraphCounts counted;
+  };
+  // ARBOR_CUDA_GRAPHS and ARBOR_CUDA_GRAPH_REPLAY set to `graphs` and `replay`, and the
+  // words describe() must hold then.
+  auto run = [&](const char* graphs, const char* replay, const char* described, Graphs& seen) {
+    setenv("ARBOR_CUDA_GRAPHS", graphs, 1);
+    setenv("ARBOR_CUDA_GRAPH_REPLAY", replay, 1);
     Side gpu(cuda_engine(*m), 16, 64);
     unsetenv("ARBOR_CUDA_GRAPHS");
+    unsetenv("ARBOR_CUDA_GRAPH_REPLAY");
     std::vector<std::vector<float>> logits;
     if (!gpu.engine) return logits;
-    EXPECT_NE(gpu.engine->describe().find(graphs ? "CUDA graphs: on" : "CUDA graphs: off"), std::string::npos);
-    const std::uint64_t start = ::cuda_emulator::graphs_launched();
+    EXPECT_NE(gpu.engine->describe().find(described), std::string::npos) << gpu.engine->describe();
+    const std::uint64_t launched = ::cuda_emulator::graphs_launched();
+    const std::uint64_t captured = ::cuda_emulator::graphs_captured();
     KvSequence seqs[3];
     for (int i = 0; i < 3; ++i) {
       auto p = prefill(*gpu.engine, *gpu.pool, seqs[i], std::span(tokens).first(std::size_t(70 - i)), 512);
       EXPECT_TRUE(p) << p.error().message;
       logits.push_back(p ? *p : std::vector<float>{});
     }
-    EXPECT_EQ(::cuda_emulator::graphs_launched(), start) << "a prefill step with cuBLAS GEMMs was captured";
-    for (int s = 0; s < 4; ++s) {  // 3 rows, 3 (an update), 1 (other kernels), 3
+    EXPECT_EQ(::cuda_emulator::graphs_launched(), launched) << "a prefill step with cuBLAS GEMMs was captured";
+    // Slots alternate: steps 0, 2, 4... use one, 1, 3, 5... the other. Captured: 0 and 1
+    // (the slots' first), 2 (one row), 4 (three rows again in its slot); the rest replay,
+    // across the page boundary at position 80.
+    for (int s = 0; s < 14; ++s) {
       std::vector<KvSequence*> batch = {&seqs[0]};
       if (s != 2) batch = {&seqs[0], &seqs[1], &seqs[2]};
       const std::vector<TokenId> next(batch.size(), TokenId(5 + s));
@@ -264,18 +278,29 @@ TEST(CudaEngine, DecodeStepsRunAsOneGraphWithTheLogitsOfDirectLaunches) {
       EXPECT_TRUE(d) << d.error().message;
       logits.push_back(d ? *d : std::vector<float>{});
     }
-    graph_launches = ::cuda_emulator::graphs_launched() - start;
+    seen = {::cuda_emulator::graphs_launched() - launched, ::cuda_emulator::graphs_captured() - captured,
+            gpu.engine->graph_counts()};
     for (KvSequence& seq : seqs) release(seq, *gpu.pool);
     EXPECT_EQ(gpu.pool->num_used(), 0);
     return logits;
   };
-  std::uint64_t with = 0, without = 0;
-  const auto direct = run(false, without);
-  const auto graphed = run(true, with);
-  EXPECT_EQ(without, 0u);
-  EXPECT_EQ(with, 4u) << "one graph launch per decode step";
+  Graphs with, without, every_step;
+  const auto direct = run("0", "1", "CUDA graphs: off", without);
+  const auto graphed = run("1", "1", "CUDA graphs: on;", with);
+  const auto recaptured = run("1", "0", "CUDA graphs: on, captured every step", every_step);
+  EXPECT_EQ(without.launched, 0u);
+  EXPECT_EQ(with.launched, 14u) << "one graph launch per decode step";
+  EXPECT_EQ(with.captured, 4u);
+  EXPECT_EQ(with.counted.captured, 4u);
+  EXPECT_EQ(with.counted.replayed, 10u);
+  EXPECT_EQ(every_step.captured, 14u);
+  EXPECT_EQ(every_step.counted.replayed, 0u);
   ASSERT_EQ(graphed.size(), direct.size());
-  for (std::size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(graphed[i], direct[i]) << "step " << i;
+  ASSERT_EQ(recaptured.size(), direct.size());
+  for (std::size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_EQ(graphed[i], direct[i]) << "step " << i;
+    EXPECT_EQ(recaptured[i], direct[i]) << "step " << i;
+  }
 #endif
 }
 
