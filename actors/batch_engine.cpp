@@ -272,6 +272,7 @@ void BatchEngine::admit() {
 void BatchEngine::step() {
   ++num_steps_;
   const auto start = std::chrono::steady_clock::now();
+  const double forwarded = forward_seconds_;
   expire_pins();
   const std::size_t queued = queue_.size();
   admit();
@@ -280,10 +281,12 @@ void BatchEngine::step() {
   if (!live_.empty()) batch = run_batch();
   const std::size_t before = live_.size();
   remove_finished();
-  if (batch.decode_rows + batch.prefill_rows > 0) {
-    ++batched_steps_;
+  const bool batched = batch.decode_rows + batch.prefill_rows > 0;
+  if (batched) ++batched_steps_;
+  // A step that only collects the one in flight (the last of a run, overlapped) counts
+  // too: its wait is in forward_seconds_, and the host's share is the difference.
+  if (batched || forward_seconds_ != forwarded)
     step_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
   if (log::enabled(spdlog::level::debug)) trace_step(batch, admitted, before - live_.size());
 }
 
@@ -720,6 +723,9 @@ CacheSnapshot BatchEngine::snapshot() const {
   x.batched_steps = batched_steps_;
   x.step_seconds = step_seconds_;
   x.forward_seconds = forward_seconds_;
+  const model::GraphCounts graphs = config_.engine->graph_counts();
+  x.graph_steps_replayed = graphs.replayed;
+  x.graph_steps_captured = graphs.captured;
   x.schemas_compiled = constraints_.num_compiled();
   for (cache::TenantId t = 0;; ++t) {
     auto ts = cache_->tenant_stats(t);

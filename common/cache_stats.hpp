@@ -50,11 +50,15 @@ struct CacheStats : TokenUsage {
   std::uint64_t evictions = 0;        // pages evicted, every namespace
   int live_sequences = 0;
   int queued_requests = 0;
-  // The scheduler's batched steps and their wall time; forward_seconds is the part inside
+  // The scheduler's batched steps and their wall time (with the steps that only collect
+  // the last one in flight); forward_seconds is the part inside
   // the engine's forward, the rest host work (admission, radix matching, page
   // reservation, sampling) that the device waits on: what overlapping steps would hide.
   std::uint64_t batched_steps = 0;
   double step_seconds = 0, forward_seconds = 0;
+  // Of those steps, the ones a device engine ran as graphs: replayed as captured before
+  // (one launch call on the host), or captured (model::GraphCounts).
+  std::uint64_t graph_steps_replayed = 0, graph_steps_captured = 0;
   std::map<std::string, TenantCacheStats> tenants;
 };
 
@@ -82,6 +86,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TenantCacheStats, lookups, hit_tokens, miss_t
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CacheStats, prompt_tokens, cached_tokens, computed_tokens, generated_tokens,
                                    warmup_tokens, hit_ratio, pages_total, pages_used, pages_free, pages_locked,
                                    pages_cached_idle, pages_pinned, pins, evictions, live_sequences, queued_requests,
-                                   batched_steps, step_seconds, forward_seconds, tenants)
+                                   batched_steps, step_seconds, forward_seconds, graph_steps_replayed,
+                                   graph_steps_captured, tenants)
 
 }  // namespace arbor

@@ -13,7 +13,8 @@
 #      issue's prefill and aggregate-decode figures), `arbor bench workflow --device cuda
 #      --agents 1,8,64 --prefix-documents 4` (a ~4.2k-token SharedPrefix) on the SmolLM2
 #      shape; the SmolLM2 shape's decode again with ARBOR_CUDA_GRAPHS=0 (what the CUDA
-#      graphs save: decode steps launched kernel by kernel), and the Llama-3-8B shape's pp4096
+#      graphs save: decode steps launched kernel by kernel) and ARBOR_CUDA_GRAPH_REPLAY=0
+#      (what replay saves: every step captured), and the Llama-3-8B shape's pp4096
 #      with ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 (the prefill tiles' attention on CUDA cores);
 #      bench engine also measures greedy decode with each step waiting vs overlapped, and
 #      the 64-agent workflow runs again with --no-overlap (what overlap saves end to end)
@@ -113,6 +114,12 @@ if [ -x "$bin/arbor" ]; then
       --batch 1,8 --json >"$out/bench_engine_smollm2_no_graphs.json"
   }
   run bench_engine_smollm2_no_graphs "$out/bench_engine_smollm2_no_graphs.json" bench_without_graphs
+  bench_graphs_captured_every_step() {  # the same, each step captured into its graph (no replay)
+    ARBOR_CUDA_GRAPH_REPLAY=0 "$bin/arbor" bench engine --device cuda --model "$work/smollm2.gguf" --reps 3 \
+      --prompt 512 --batch 1,8 --json >"$out/bench_engine_smollm2_captured_every_step.json"
+  }
+  run bench_engine_smollm2_captured_every_step "$out/bench_engine_smollm2_captured_every_step.json" \
+    bench_graphs_captured_every_step
   bench_attention_on_cuda_cores() {  # pp4096 of the 8B shape with the shared-prefix passes on CUDA cores
     ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 "$bin/arbor" bench engine --device cuda --model "$work/llama3-8b.gguf" \
       --reps 1 --prompt 4096 --batch 1 --json >"$out/bench_engine_llama3_8b_cuda_core_attention.json"

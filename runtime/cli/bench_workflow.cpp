@@ -67,6 +67,7 @@ struct Figures : TokenUsage {
   // steps' time (what a device would wait on unless steps overlap).
   double host_ms_per_step = 0, host_share = 0;
   std::uint64_t ideal_prefill = 0;  // P + sum of suffixes
+  std::uint64_t graph_steps_replayed = 0, graph_steps_captured = 0;  // a device engine's (CacheStats)
 };
 
 Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, int documents, double temperature,
@@ -86,6 +87,8 @@ Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, i
   const double host_seconds = stats.step_seconds - stats.forward_seconds;
   if (stats.batched_steps > 0) f.host_ms_per_step = 1000.0 * host_seconds / double(stats.batched_steps);
   if (stats.step_seconds > 0) f.host_share = host_seconds / stats.step_seconds;
+  f.graph_steps_replayed = stats.graph_steps_replayed;
+  f.graph_steps_captured = stats.graph_steps_captured;
   std::vector<double> ttft;
   double decode_window_ms = 0;
   std::uint64_t shared = 0;  // the prefix every agent shares, in tokens: the longest hit
@@ -146,7 +149,8 @@ int bench_workflow(const WorkflowOptions& o) {
                   {"generated_tokens", f.generated_tokens}, {"ttft_median_ms", f.ttft_median_ms},
                   {"ttft_max_ms", f.ttft_max_ms}, {"decode_tokens_per_s", f.decode_tokens_per_s},
                   {"speedup_vs_no_cache", cache ? speedup : 1.0}, {"host_ms_per_step", f.host_ms_per_step},
-                  {"host_share_of_step_time", f.host_share}},
+                  {"host_share_of_step_time", f.host_share}, {"graph_steps_replayed", f.graph_steps_replayed},
+                  {"graph_steps_captured", f.graph_steps_captured}},
                  "%6d %5s %9.0f %8llu %8llu %9llu %9.0f %9.0f %9.1f %10s %6.3f (%2.0f%%)\n", n, cache ? "on" : "off",
                  f.wall_ms, (unsigned long long)f.prompt_tokens, (unsigned long long)f.computed_tokens,
                  (unsigned long long)on.ideal_prefill, f.ttft_median_ms, f.ttft_max_ms, f.decode_tokens_per_s,

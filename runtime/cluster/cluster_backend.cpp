@@ -821,6 +821,8 @@ CacheStats ClusterBackend::cache_stats() const {
     total.batched_steps += s.batched_steps;
     total.step_seconds += s.step_seconds;
     total.forward_seconds += s.forward_seconds;
+    total.graph_steps_replayed += s.graph_steps_replayed;
+    total.graph_steps_captured += s.graph_steps_captured;
     for (const auto& [name, t] : s.tenants) {
       auto& to = total.tenants[name];
       add(to, t);

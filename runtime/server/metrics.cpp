@@ -182,6 +182,10 @@ std::string Metrics::render(const CacheStats& cache, int total_inflight,
   w.head("arbor_engine_forward_seconds_total", "counter",
          "The part of the steps' time inside the engine's forward; the rest is host work.");
   w.line("arbor_engine_forward_seconds_total", "", cache.forward_seconds);
+  w.head("arbor_engine_graph_steps_total", "counter",
+         "Steps a device engine ran as graphs: replayed as captured before, or captured.");
+  w.line("arbor_engine_graph_steps_total", "kind=\"replayed\"", double(cache.graph_steps_replayed));
+  w.line("arbor_engine_graph_steps_total", "kind=\"captured\"", double(cache.graph_steps_captured));
   w.head("arbor_queue_depth", "gauge", "Admissions waiting in the cache actor's queue.");
   w.line("arbor_queue_depth", "", cache.queued_requests);
   w.head("arbor_live_sequences", "gauge", "Sequences being prefilled or decoded.");

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "actors/batch_engine.hpp"
 #include "batch_engine_test_util.hpp"
@@ -39,9 +41,11 @@ class RecordingEngine final : public model::Engine {
   }
   Result<void> collect(model::StepOutput& out) override {
     --in_flight;
+    std::this_thread::sleep_for(collect_wait);  // a device's step still running
     return inner_->collect(out);
   }
 
+  std::chrono::milliseconds collect_wait{0};
   int in_flight = 0, max_in_flight = 0;
   std::size_t rows = 0, future_rows = 0;
 
@@ -114,6 +118,21 @@ TEST(BatchEngineOverlap, GivesTheTokensOfSynchronousStepsWithStepsQueuedBehindEa
   piped.h.expect_clean();
   direct.h.expect_clean();
   EXPECT_EQ(piped.h.s->snapshot().generated_tokens, direct.h.s->snapshot().generated_tokens);
+}
+
+// The stats split the steps' time into the engine's (forward_seconds: submits and the
+// waits in collect) and the host's (the rest). The last step of an overlapped run only
+// collects the step in flight, a wait that must count in the steps' time too, or the
+// host's share comes out negative (it did: -15 ms a step on the CUDA emulator).
+TEST(BatchEngineOverlap, TheWaitOfTheLastCollectCountsInTheStepTime) {
+  Scheduler piped(true);
+  piped.engine->collect_wait = std::chrono::milliseconds(50);
+  submit_team(piped.h, 2, 3);
+  piped.h.drain_checked();
+  const CacheSnapshot snap = piped.h.s->snapshot();
+  EXPECT_GT(snap.forward_seconds, 0.05 * 3) << "each collect waited";
+  EXPECT_LE(snap.forward_seconds, snap.step_seconds);
+  piped.h.expect_clean();
 }
 
 // Rows the host samples (under a JSON schema) cannot take a future token: the step

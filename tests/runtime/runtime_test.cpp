@@ -242,6 +242,8 @@ TEST(RuntimeJson, CacheStatsDocumentKeepsItsBytes) {
   s.batched_steps = 12;
   s.step_seconds = 0.5;
   s.forward_seconds = 0.25;
+  s.graph_steps_replayed = 9;
+  s.graph_steps_captured = 2;
   TenantCacheStats& t = s.tenants["t"];
   t.lookups = 2;
   t.hit_tokens = 4;
@@ -253,7 +255,7 @@ TEST(RuntimeJson, CacheStatsDocumentKeepsItsBytes) {
   t.num_sequences = 1;
   EXPECT_EQ(to_json(s),
             R"({"batched_steps":12,"cached_tokens":4,"computed_tokens":6,"evictions":2,"forward_seconds":0.25,)"
-            R"("generated_tokens":3,"hit_ratio":0.4,)"
+            R"("generated_tokens":3,"graph_steps_captured":2,"graph_steps_replayed":9,"hit_ratio":0.4,)"
             R"("live_sequences":1,"pages_cached_idle":5,"pages_free":7,"pages_locked":8,"pages_pinned":3,)"
             R"("pages_total":16,"pages_used":9,"pins":1,"prompt_tokens":10,"queued_requests":2,"step_seconds":0.5,)"
             R"("tenants":{"t":{"evicted_pages":1,)"
@@ -261,7 +263,7 @@ TEST(RuntimeJson, CacheStatsDocumentKeepsItsBytes) {
             R"("used_pages":5}},"warmup_tokens":11})");
   EXPECT_EQ(to_json(CacheStats{}),
             R"({"batched_steps":0,"cached_tokens":0,"computed_tokens":0,"evictions":0,"forward_seconds":0.0,)"
-            R"("generated_tokens":0,"hit_ratio":0.0,)"
+            R"("generated_tokens":0,"graph_steps_captured":0,"graph_steps_replayed":0,"hit_ratio":0.0,)"
             R"("live_sequences":0,"pages_cached_idle":0,"pages_free":0,"pages_locked":0,"pages_pinned":0,)"
             R"("pages_total":0,"pages_used":0,"pins":0,"prompt_tokens":0,"queued_requests":0,"step_seconds":0.0,)"
             R"("tenants":{},"warmup_tokens":0})");

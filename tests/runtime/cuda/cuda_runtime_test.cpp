@@ -69,6 +69,7 @@ TEST(CudaRuntime, AutomaticKvPoolTakesMostOfTheFreeDeviceMemory) {
   EXPECT_GT(out->generated_tokens, 0u);
 }
 
+// The device report, a generation, and the graph steps in the cache stats.
 TEST(CudaRuntime, ReportsTheDeviceAndGenerates) {
   ARBOR_REQUIRE_CUDA();
   auto rt = cuda_runtime();
@@ -78,6 +79,11 @@ TEST(CudaRuntime, ReportsTheDeviceAndGenerates) {
   auto out = rt->generate(raw("The quick brown fox jumps over the lazy dog.", 12));
   ASSERT_TRUE(out) << out.error().describe();
   EXPECT_EQ(out->generated_tokens, 12u);
+  // Its decode steps replay their graph after the first in each step slot: steady steps
+  // cost the host one launch call (CudaEngine.SteadyDecodeSteps... counts them exactly).
+  const CacheStats stats = rt->cache_stats();
+  EXPECT_GT(stats.graph_steps_replayed, stats.graph_steps_captured);
+  EXPECT_LE(stats.graph_steps_replayed + stats.graph_steps_captured, stats.batched_steps);
   expect_clean(*rt);
 }
 
