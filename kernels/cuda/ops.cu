@@ -103,6 +103,7 @@ __global__ void rope_store_kv_kernel(float* q, const float* __restrict__ k, cons
     if (has_second) x[1] = second;
     return;
   }
+  if (row_page[r] < 0) return;  // a padding row: nothing stored
   const int h = head - num_q_heads;
   const std::int64_t src = (std::int64_t(r) * kv.num_kv_heads + h) * head_dim + d;
   const std::int64_t within = (std::int64_t(h) * kv.page_size + row_slot[r]) * head_dim + d;

@@ -49,7 +49,8 @@ struct KvLayerView {
 // the pool: row r of the rotated k and of v ([rows][num_kv_heads * head_dim] f32) go as
 // f16 into slot row_slot[r] of physical page row_page[r] (KV rule 9: position p lives in
 // page p / page_size at slot p % page_size, resolved through the page table by the
-// caller). k and v themselves are left as they are.
+// caller); a row whose row_page is negative (a padding row) stores nothing. k and v
+// themselves are left as they are.
 void rope_store_kv(float* q, const float* k, const float* v, const std::int32_t* positions, int rows,
                    int num_q_heads, int rot_dim, float theta, const std::int32_t* row_page,
                    const std::int32_t* row_slot, const KvLayerView& kv, cudaStream_t stream);

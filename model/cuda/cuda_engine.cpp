@@ -56,11 +56,15 @@ constexpr int kPositionBucket = 256;
 struct StepPlan {
   std::vector<std::int32_t> ints;
   int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0;
+  // The last rows, padding: of logit_rows, and of token_rows too when the batch draws
+  // tokens. Nothing of theirs leaves the device.
+  int padding_rows = 0, padding_token_rows = 0;
   std::size_t positions = 0, row_page = 0, row_slot = 0, row_table = 0, logit_row_ids = 0, page_table = 0;
   std::size_t tile_rows = 0, tile_length = 0, row_start = 0, draws = 0;
   int num_tiles = 0, max_tile_length = 0, max_own_positions = 0;
 
-  void build(std::span<const SequenceStep> batch, int page_size) {
+  // `padded_rows` (at least the batch's rows) rounds a decode step's rows up to a bucket.
+  void build(std::span<const SequenceStep> batch, int page_size, int padded_rows) {
     ints.clear();
     rows = logit_rows = token_rows = max_positions = 0;
     std::vector<std::int32_t> pos, page, slot, table, want, want_token, flat_pages, draw_words;
@@ -92,6 +96,25 @@ struct StepPlan {
       }
       rows += n;
       max_positions = std::max(max_positions, end);
+    }
+    // Padding rows: token 0 at no position (nothing stored, nothing attended: their
+    // attention output is 0/0, and stays in their own rows), with an output like the
+    // batch's rows (a greedy draw, or logits) so that the output counts stay put too.
+    padding_rows = std::max(0, padded_rows - rows);
+    const bool draws_tokens = !want_token.empty();
+    padding_token_rows = draws_tokens ? padding_rows : 0;
+    for (; rows < padded_rows; ++rows) {
+      ints.push_back(0);
+      pos.push_back(-1);
+      page.push_back(-1);
+      slot.push_back(0);
+      table.push_back(0);
+      if (!draws_tokens) {
+        want.push_back(rows);
+        continue;
+      }
+      want_token.push_back(rows);
+      append_draw(draw_words, TokenDraw{});
     }
     token_rows = int(want_token.size());
     logit_rows = int(want.size()) + token_rows;
@@ -243,7 +266,7 @@ class CudaEngine final : public Engine {
                   "CUDA engine: the KV pool does not live in this engine's device memory; build it on the "
                   "engine's page_allocator()");
     if (auto ok = cuda_ok(cudaSetDevice(device_), "cudaSetDevice"); !ok) return ok;
-    plan_.build(batch, g.page_size);
+    plan_.build(batch, g.page_size, padded_rows(batch));
     StepSlot& slot = slots_[next_slot_];
     if (auto ok = reserve(slot); !ok) return ok;
     std::copy(plan_.ints.begin(), plan_.ints.end(), slot.ints.as<std::int32_t>());
@@ -290,6 +313,20 @@ class CudaEngine final : public Engine {
       if (auto ok = ffn_block(l); !ok) return ok;
     }
     return logit_kernels();
+  }
+
+  // A decode step's rows rounded up to a bucket (1, 2, 4, 8, then multiples of 16) when
+  // its graph may replay: agents that finish or join within a bucket leave its kernels'
+  // arguments as they were. The extra rows cost little where decode reads the weights
+  // once for every row (the GEMV and the 16-row GEMM tiles). Other steps: their rows.
+  int padded_rows(std::span<const SequenceStep> batch) const {
+    const bool decode = std::all_of(batch.begin(), batch.end(), [](const SequenceStep& s) {
+      return s.tokens.size() == 1 && (s.logits == LogitsMode::last_token || s.logits == LogitsMode::last);
+    });
+    const int rows = int(batch.size());
+    if (rows == 0 || !decode || !graphs_ || !replay_graphs_) return rows;
+    const int bucket = rows <= 8 ? int(std::bit_ceil(unsigned(rows))) : (rows + 15) / 16 * 16;
+    return weights_->kernels_only(bucket) ? bucket : rows;
   }
 
   // Whether this step's kernels may go through a graph: no cuBLAS call among them (every
@@ -542,8 +579,8 @@ class CudaEngine final : public Engine {
   // The returned rows' logits in one copy, the drawn tokens in another, both into the
   // slot's pinned buffers; then the event collect() waits for.
   Result<void> enqueue_outputs(StepSlot& slot) {
-    slot.logit_rows = plan_.logit_rows;
-    slot.token_rows = plan_.token_rows;
+    slot.logit_rows = plan_.logit_rows - plan_.padding_rows;
+    slot.token_rows = plan_.token_rows - plan_.padding_token_rows;
     const std::size_t kept = std::size_t(slot.logit_rows - slot.token_rows) * std::size_t(config_.vocab_size);
     if (kept > 0)
       if (auto ok = cuda_ok(cudaMemcpyAsync(slot.logits.data(), logits_.data(), kept * sizeof(float),

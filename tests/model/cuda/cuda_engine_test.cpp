@@ -232,7 +232,7 @@ TEST(CudaEngine, ABatchOneDecodeStepLaunchesEightKernelsPerLayer) {
 
 // Decode steps of a quantized model run as one CUDA graph each (ARBOR_CUDA_GRAPHS=0:
 // launch by launch) with the same logits bit for bit, whether the graph is captured (a
-// slot's first, a batch of another size) or replayed as it was (a steady step: no
+// slot's first, a batch in another row bucket) or replayed as it was (a steady step: no
 // capture, though positions grow and the page table gains a page; ARBOR_CUDA_GRAPH_REPLAY=0:
 // captured every step); prefill steps of more than kQuantizedGemmMaxRows rows (cuBLAS
 // GEMMs) are never captured.
@@ -301,6 +301,56 @@ TEST(CudaEngine, SteadyDecodeStepsReplayTheirGraphWithTheLogitsOfDirectLaunches)
     EXPECT_EQ(graphed[i], direct[i]) << "step " << i;
     EXPECT_EQ(recaptured[i], direct[i]) << "step " << i;
   }
+#endif
+}
+
+// A decode batch is padded to a bucket of rows (1, 2, 4, 8, then multiples of 16) when
+// its graph may replay, so agents leaving within a bucket keep the graph: 7, 6 then 5
+// rows (bucket 8) are captured once per slot and replay after, with the logits of direct
+// launches of 7, 6 and 5 rows bit for bit, and nothing stored for the padding rows (every
+// page released, the pool's counts as before).
+TEST(CudaEngine, ABatchThatShrinksWithinItsRowBucketKeepsReplayingItsGraph) {
+#ifndef ARBOR_CUDA_EMULATED
+  GTEST_SKIP() << "counts the CUDA emulator's graph captures";
+#else
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
+  const auto tokens = random_tokens(40, m->config.vocab_size, 6);
+  auto run = [&](const char* graphs, GraphCounts& counted) {
+    setenv("ARBOR_CUDA_GRAPHS", graphs, 1);
+    Side gpu(cuda_engine(*m), 16, 64);
+    unsetenv("ARBOR_CUDA_GRAPHS");
+    std::vector<std::vector<float>> logits;
+    if (!gpu.engine) return logits;
+    KvSequence seqs[7];
+    for (int i = 0; i < 7; ++i) {
+      auto p = prefill(*gpu.engine, *gpu.pool, seqs[i], std::span(tokens).first(std::size_t(20 + 3 * i)), 512);
+      EXPECT_TRUE(p) << p.error().message;
+    }
+    const GraphCounts before = gpu.engine->graph_counts();
+    for (int s = 0; s < 12; ++s) {
+      const int rows = 7 - s / 4;
+      std::vector<KvSequence*> batch;
+      for (int i = 0; i < rows; ++i) batch.push_back(&seqs[i]);
+      const std::vector<TokenId> next(batch.size(), TokenId(9 + s));
+      auto d = decode_step(*gpu.engine, *gpu.pool, batch, next);
+      EXPECT_TRUE(d) << d.error().message;
+      logits.push_back(d ? *d : std::vector<float>{});
+    }
+    counted = {gpu.engine->graph_counts().replayed - before.replayed,
+               gpu.engine->graph_counts().captured - before.captured};
+    for (KvSequence& seq : seqs) release(seq, *gpu.pool);
+    EXPECT_EQ(gpu.pool->num_used(), 0);
+    return logits;
+  };
+  GraphCounts direct_counts, graph_counts;
+  const auto direct = run("0", direct_counts);
+  const auto graphed = run("1", graph_counts);
+  EXPECT_EQ(direct_counts.captured + direct_counts.replayed, 0u);
+  EXPECT_EQ(graph_counts.captured, 2u) << "the first step of each slot";
+  EXPECT_EQ(graph_counts.replayed, 10u);
+  ASSERT_EQ(graphed.size(), direct.size());
+  for (std::size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(graphed[i], direct[i]) << "step " << i;
 #endif
 }
 
