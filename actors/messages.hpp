@@ -47,8 +47,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, CacheStats& x) {
   return f(caf::meta::type_name("CacheStats"), static_cast<TokenUsage&>(x), x.warmup_tokens, x.hit_ratio, x.pages_total,
            x.pages_used, x.pages_free, x.pages_locked, x.pages_cached_idle, x.pages_pinned, x.pins, x.evictions,
-           x.live_sequences, x.queued_requests, x.batched_steps, x.step_seconds, x.forward_seconds, x.graph_steps_replayed,
-           x.graph_steps_captured, x.tenants);
+           x.live_sequences, x.queued_requests, x.batched_steps, x.step_seconds, x.forward_seconds,
+           x.graph_steps_replayed, x.graph_steps_captured, x.tenants);
 }
 
 }  // namespace arbor

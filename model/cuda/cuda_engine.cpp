@@ -217,7 +217,8 @@ class CudaEngine final : public Engine {
     return "cuda (" + info_.name + ", device " + std::to_string(device_) + ", sm_" + std::to_string(info_.major) +
            std::to_string(info_.minor) + ", " + std::to_string(info_.total_bytes >> 30) + " GiB; weights " +
            std::to_string(weights_ ? weights_->device_bytes >> 20 : 0) + " MiB; decode steps as CUDA graphs: " +
-           (graphs_ ? (replay_graphs_ ? "on" : "on, captured every step") : "off") + "; tensor-core attention: " + (tensor_core_attention_ ? "on" : "off") + ")";
+           (graphs_ ? (replay_graphs_ ? "on" : "on, captured every step") : "off") +
+           "; tensor-core attention: " + (tensor_core_attention_ ? "on" : "off") + ")";
   }
   std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
 
