@@ -154,7 +154,8 @@ struct StepPlan {
 // What a step's kernels take as arguments besides the contents of device memory: two
 // steps with equal keys launch the same kernels with the same arguments, so the graph
 // captured for one replays for the other as it is (the weights, the config and the
-// engine's switches never change).
+// engine's switches never change). Invariant: an argument a step's kernels take that is
+// not in the key replays stale; whatever a new kernel argument depends on goes here.
 struct GraphKey {
   int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0, max_own_positions = 0;
   int num_tiles = 0, max_tile_length = 0;
