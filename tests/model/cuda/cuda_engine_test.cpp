@@ -307,8 +307,8 @@ TEST(CudaEngine, SteadyDecodeStepsReplayTheirGraphWithTheLogitsOfDirectLaunches)
 // A decode batch is padded to a bucket of rows (1, 2, 4, 8, then multiples of 16) when
 // its graph may replay, so agents leaving within a bucket keep the graph: 7, 6 then 5
 // rows (bucket 8) are captured once per slot and replay after, with the logits of direct
-// launches of 7, 6 and 5 rows bit for bit, and nothing stored for the padding rows (every
-// page released, the pool's counts as before).
+// launches of 7, 6 and 5 rows bit for bit (which the padding rows' K/V stores, without
+// rope_store_kv's guard on their negative page, break), every page released.
 TEST(CudaEngine, ABatchThatShrinksWithinItsRowBucketKeepsReplayingItsGraph) {
 #ifndef ARBOR_CUDA_EMULATED
   GTEST_SKIP() << "counts the CUDA emulator's graph captures";
