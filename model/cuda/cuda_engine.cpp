@@ -161,7 +161,7 @@ struct GraphKey {
   int num_tiles = 0, max_tile_length = 0;
   std::array<std::size_t, 10> offsets{};  // of the metadata sections
   std::array<int, 4> geometry{};          // the KV pool's layers, KV heads, head_dim, page size
-  std::vector<const void*> memory;        // every device address the kernels are given
+  std::array<const void*, 16> memory{};   // every device address the kernels are given
   bool operator==(const GraphKey&) const = default;
 };
 
@@ -349,27 +349,27 @@ class CudaEngine final : public Engine {
     std::string error;
     if (!matmul_.reserve_activations(plan_.rows, std::max(config_.hidden, config_.ffn_dim), &error))
       return enqueue_step_kernels(g);
-    GraphKey key = graph_key(g);
+    const GraphKey key = graph_key(g);
     if (replay_graphs_ && slot.graph != nullptr && key == slot.graph_key) {
       ++graph_counts_.replayed;
-      return cudaGraphLaunch(slot.graph, stream_) == cudaSuccess ? Result<void>{} : graphs_failed("cudaGraphLaunch", g);
+    } else {
+      if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess)
+        return graphs_failed("cudaStreamBeginCapture", g);
+      Result<void> enqueued = enqueue_step_kernels(g);
+      cudaGraph_t graph = nullptr;
+      const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+      if (!enqueued) {  // nothing ran: the captured work is dropped
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        cudaGetLastError();
+        return enqueued;
+      }
+      if (ended != cudaSuccess) return graphs_failed("cudaStreamEndCapture", g);
+      ++graph_counts_.captured;
+      const char* failed = adopt_graph(slot, graph);
+      cudaGraphDestroy(graph);
+      if (failed != nullptr) return graphs_failed(failed, g);
+      slot.graph_key = key;
     }
-    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed) != cudaSuccess)
-      return graphs_failed("cudaStreamBeginCapture", g);
-    Result<void> enqueued = enqueue_step_kernels(g);
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-    if (!enqueued) {  // nothing ran: the captured work is dropped
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      cudaGetLastError();
-      return enqueued;
-    }
-    if (ended != cudaSuccess) return graphs_failed("cudaStreamEndCapture", g);
-    ++graph_counts_.captured;
-    const char* failed = adopt_graph(slot, graph);
-    cudaGraphDestroy(graph);
-    if (failed != nullptr) return graphs_failed(failed, g);
-    slot.graph_key = std::move(key);
     return cudaGraphLaunch(slot.graph, stream_) == cudaSuccess ? Result<void>{} : graphs_failed("cudaGraphLaunch", g);
   }
 

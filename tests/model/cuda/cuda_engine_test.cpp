@@ -84,6 +84,17 @@ std::unique_ptr<Engine> cuda_engine(const Loaded& m) {
   return e ? std::move(*e) : nullptr;
 }
 
+// cuda_engine() made with ARBOR_CUDA_GRAPHS and ARBOR_CUDA_GRAPH_REPLAY set to `graphs`
+// and `replay` ("0" or "1"; the engine reads them when it is made).
+std::unique_ptr<Engine> cuda_engine_with_graphs(const Loaded& m, const char* graphs, const char* replay = "1") {
+  setenv("ARBOR_CUDA_GRAPHS", graphs, 1);
+  setenv("ARBOR_CUDA_GRAPH_REPLAY", replay, 1);
+  auto e = cuda_engine(m);
+  unsetenv("ARBOR_CUDA_GRAPHS");
+  unsetenv("ARBOR_CUDA_GRAPH_REPLAY");
+  return e;
+}
+
 // Prefill in chunks, then greedy decode of two sequences batched, on both backends.
 // Logits within `tol` everywhere; greedy tokens equal while the CPU's top two differ by
 // more than 2 * tol (a closer call may go either way).
@@ -247,14 +258,10 @@ TEST(CudaEngine, SteadyDecodeStepsReplayTheirGraphWithTheLogitsOfDirectLaunches)
     std::uint64_t launched = 0, captured = 0;
     GraphCounts counted;
   };
-  // ARBOR_CUDA_GRAPHS and ARBOR_CUDA_GRAPH_REPLAY set to `graphs` and `replay`, and the
-  // words describe() must hold then.
+  // An engine made with `graphs` and `replay` (cuda_engine_with_graphs), the words its
+  // describe() must hold.
   auto run = [&](const char* graphs, const char* replay, const char* described, Graphs& seen) {
-    setenv("ARBOR_CUDA_GRAPHS", graphs, 1);
-    setenv("ARBOR_CUDA_GRAPH_REPLAY", replay, 1);
-    Side gpu(cuda_engine(*m), 16, 64);
-    unsetenv("ARBOR_CUDA_GRAPHS");
-    unsetenv("ARBOR_CUDA_GRAPH_REPLAY");
+    Side gpu(cuda_engine_with_graphs(*m, graphs, replay), 16, 64);
     std::vector<std::vector<float>> logits;
     if (!gpu.engine) return logits;
     EXPECT_NE(gpu.engine->describe().find(described), std::string::npos) << gpu.engine->describe();
@@ -317,9 +324,7 @@ TEST(CudaEngine, ABatchThatShrinksWithinItsRowBucketKeepsReplayingItsGraph) {
   auto m = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
   const auto tokens = random_tokens(40, m->config.vocab_size, 6);
   auto run = [&](const char* graphs, GraphCounts& counted) {
-    setenv("ARBOR_CUDA_GRAPHS", graphs, 1);
-    Side gpu(cuda_engine(*m), 16, 64);
-    unsetenv("ARBOR_CUDA_GRAPHS");
+    Side gpu(cuda_engine_with_graphs(*m, graphs), 16, 64);
     std::vector<std::vector<float>> logits;
     if (!gpu.engine) return logits;
     KvSequence seqs[7];
