@@ -8,6 +8,7 @@
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/ops.hpp"
+#include "model/token_mask.hpp"
 
 namespace arbor::model {
 
@@ -178,25 +179,27 @@ void CpuEngine::compute_logits(std::span<const SequenceStep> batch, StepOutput& 
   if (out_rows > 0) cpu::matmul(weights_.output, xn_.data(), out_rows, all.data(), pool_, precision_);
   if (token_rows == 0) return;
   out.logits.clear();
-  std::vector<std::pair<std::size_t, const TokenDraw*>> draws;  // (output row, draw) per token row
+  std::vector<std::pair<std::size_t, const SequenceStep*>> draws;  // (output row, step) per token row
   std::size_t at = 0;
   for (const SequenceStep& s : batch) {
     const std::size_t n = output_rows(s);
     if (s.logits == LogitsMode::last_token)
-      draws.push_back({at, &s.draw});
+      draws.push_back({at, &s});
     else
       out.logits.insert(out.logits.end(), all.begin() + std::ptrdiff_t(at * vocab),
                         all.begin() + std::ptrdiff_t((at + n) * vocab));
     at += n;
   }
-  // Rows draw in parallel (a sampled row of 49,152 logits takes ~0.3 ms).
+  // Rows draw in parallel (a sampled row of 49,152 logits takes ~0.3 ms), each over its
+  // logits with what its mask does not allow at -infinity.
   out.tokens.resize(draws.size());
   draw_scratch_.resize(std::size_t(pool_.num_threads()));
   pool_.parallel_for(std::int64_t(draws.size()), [&](int thread, std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      const auto [row, draw] = draws[std::size_t(i)];
-      out.tokens[std::size_t(i)] =
-          draw_token(std::span(all.data() + row * vocab, vocab), *draw, draw_scratch_[std::size_t(thread)]);
+      const auto [row, step] = draws[std::size_t(i)];
+      const std::span<float> logits(all.data() + row * vocab, vocab);
+      if (!step->allowed.empty()) apply_token_mask(step->allowed, logits);
+      out.tokens[std::size_t(i)] = draw_token(logits, step->draw, draw_scratch_[std::size_t(thread)]);
     }
   });
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cache/page_pool.hpp"
+#include "model/token_mask.hpp"
 
 namespace arbor::model {
 
@@ -30,6 +31,12 @@ Result<void> Engine::check_batch(std::span<const SequenceStep> batch, const cach
                   where + "its draw needs a finite temperature, a top_p that is a number and a uniform number "
                           "in [0, 1) (got " + std::to_string(s.draw.temperature) + ", " +
                       std::to_string(s.draw.top_p) + ", " + std::to_string(s.draw.uniform) + ")");
+    if (!s.allowed.empty() &&
+        (s.logits != LogitsMode::last_token || s.allowed.size() != token_mask_words(c.vocab_size)))
+      return fail(ErrorCode::invalid_argument,
+                  where + "a token mask needs LogitsMode::last_token and " +
+                      std::to_string(token_mask_words(c.vocab_size)) + " words (one bit per token of the " +
+                      std::to_string(c.vocab_size) + "-token vocabulary); got " + std::to_string(s.allowed.size()));
     const std::int64_t end = std::int64_t(s.start_pos) + std::int64_t(s.tokens.size());
     if (s.start_pos < 0 || end > c.context_length)
       return fail(ErrorCode::too_long, where + "positions up to " + std::to_string(end) +

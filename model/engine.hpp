@@ -20,6 +20,9 @@
 //   (LogitsMode::last_token) returns only the id its `draw` picks (greedy or sampled:
 //   model/token_draw.hpp's rule, one rule on every backend), so a device backend
 //   draws where the logits are and copies one integer back instead of vocab_size floats.
+//   Such a row may carry a token mask (`allowed`, a JSON Schema's next tokens): its
+//   draw then sees the tokens the mask does not allow at -infinity, so constrained
+//   decoding draws on the device too (the mask goes up, 1 bit a token; no logits down).
 // - Overlap: submit() queues a step and, on a device, returns before it has run;
 //   collect() waits for the oldest step not yet collected and returns its outputs. So
 //   the caller schedules step N+1 (admission, radix matching, page reservation) while
@@ -69,6 +72,9 @@ struct SequenceStep {
   std::span<const cache::PageId> pages;   // the sequence's page table
   LogitsMode logits = LogitsMode::last;
   TokenDraw draw = {};                    // for LogitsMode::last_token (default: greedy)
+  // For LogitsMode::last_token: the tokens its draw may pick, token_mask_words(vocab)
+  // words (model/token_mask.hpp); empty: every token.
+  std::span<const std::uint64_t> allowed = {};
 };
 
 // A future token: the id that the step submitted just before this one returns as its

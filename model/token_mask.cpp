@@ -19,11 +19,11 @@ std::vector<std::int32_t> TokenMask::ids() const {
   return out;
 }
 
-void TokenMask::apply(std::span<float> logits) const {
+void apply_token_mask(std::span<const std::uint64_t> words, std::span<float> logits) {
   const float minus_inf = -std::numeric_limits<float>::infinity();
-  const std::size_t n = std::min(logits.size(), std::size_t(size_));
+  const std::size_t n = std::min(logits.size(), words.size() * 64);
   for (std::size_t i = 0; i < n; i += 64) {
-    const std::uint64_t w = words_[i >> 6];
+    const std::uint64_t w = words[i >> 6];
     if (w == ~0ull) continue;
     const std::size_t end = std::min(n, i + 64);
     for (std::size_t j = i; j < end; ++j)

@@ -25,6 +25,13 @@
 
 namespace arbor::model {
 
+// The words of a token mask: bit t % 64 of word t / 64 allows token t.
+inline std::size_t token_mask_words(std::int32_t vocab_size) { return (std::size_t(vocab_size) + 63) / 64; }
+
+// Sets the logits of the tokens `words` does not allow to -infinity (tokens past the
+// words' end too).
+void apply_token_mask(std::span<const std::uint64_t> words, std::span<float> logits);
+
 class TokenMask {
  public:
   TokenMask() = default;
@@ -32,7 +39,7 @@ class TokenMask {
 
   void resize(std::int32_t vocab_size) {
     size_ = vocab_size;
-    words_.assign((std::size_t(vocab_size) + 63) / 64, 0);
+    words_.assign(token_mask_words(vocab_size), 0);
   }
   void clear() { std::fill(words_.begin(), words_.end(), 0); }
   void allow(std::int32_t id) { words_[std::size_t(id) >> 6] |= 1ull << (id & 63); }
@@ -46,7 +53,8 @@ class TokenMask {
   std::int32_t count() const;
   std::vector<std::int32_t> ids() const;
   // Sets the logits of disallowed tokens to -infinity. logits.size() == size().
-  void apply(std::span<float> logits) const;
+  void apply(std::span<float> logits) const { apply_token_mask(words_, logits); }
+  std::span<const std::uint64_t> words() const { return words_; }
   bool operator==(const TokenMask&) const = default;
 
  private:

@@ -221,7 +221,24 @@ __global__ void __launch_bounds__(kThreads) draw_rows_kernel(float* __restrict__
   if (threadIdx.x == 0) out[blockIdx.x] = token;
 }
 
+// One thread a logit of a masked row (blockIdx.y: which of them).
+__global__ void mask_rows_kernel(float* __restrict__ x, const std::int32_t* __restrict__ masked_rows,
+                                 const std::uint32_t* __restrict__ words, int words_per_row, int n) {
+  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= n) return;
+  const std::uint32_t w = words[std::int64_t(blockIdx.y) * words_per_row + i / 32];
+  if (!((w >> (i % 32)) & 1u)) x[std::int64_t(masked_rows[blockIdx.y]) * n + i] = -INFINITY;
+}
+
 }  // namespace
+
+void mask_rows(float* x, const std::int32_t* masked_rows, const std::uint32_t* words, int num_masked,
+               int words_per_row, int n, cudaStream_t stream) {
+  constexpr unsigned kMaskThreads = 256;
+  if (num_masked > 0 && n > 0)
+    mask_rows_kernel<<<dim3((unsigned(n) + kMaskThreads - 1) / kMaskThreads, unsigned(num_masked)), kMaskThreads, 0,
+                       stream>>>(x, masked_rows, words, words_per_row, n);
+}
 
 void draw_rows(float* x, const RowDraw* draws, int rows, int n, std::int32_t* out, cudaStream_t stream) {
   if (rows > 0) draw_rows_kernel<<<unsigned(rows), kThreads, 0, stream>>>(x, draws, n, out);

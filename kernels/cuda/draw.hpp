@@ -21,6 +21,12 @@ struct RowDraw {
 };
 static_assert(sizeof(RowDraw) == 4 * sizeof(std::int32_t));
 
+// Constrained rows (a JSON Schema's next tokens): row masked_rows[k] of x[..][0..n)
+// keeps the logits that bit i % 32 of words[k * words_per_row + i / 32] allows; the
+// others become -infinity, so draw_rows picks among the allowed only. Device memory.
+void mask_rows(float* x, const std::int32_t* masked_rows, const std::uint32_t* words, int num_masked,
+               int words_per_row, int n, cudaStream_t stream);
+
 // out[r] = the token draws[r] picks from x[r][0..n): greedy, the largest value (lowest
 // index among equal maxima, NaNs skipped, 0 when all are NaN: kernels::cpu::argmax);
 // sampled, model/token_draw.hpp's rule, its masses summed in fixed point (2^-40 of the

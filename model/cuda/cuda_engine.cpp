@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,7 @@
 #include "kernels/cuda/shared_prefix.hpp"
 #include "model/cuda/cuda_page_allocator.hpp"
 #include "model/cuda/cuda_weights.hpp"
+#include "model/token_mask.hpp"
 
 namespace arbor::model {
 namespace {
@@ -42,8 +44,9 @@ Result<void> cuda_ok(cudaError_t e, const char* what) {
 
 // A step's row metadata, built on the host and uploaded as one int32 array:
 // [tokens | positions | row_page | row_slot | row_table | logit_rows | draws |
-//  tile_rows | tile_length | row_start | page_table] (tokens: future ones negative;
-// draws: a cu::RowDraw per token row; tile_*, row_start: shared-prefix tiles of the
+//  masked_rows | masks | tile_rows | tile_length | row_start | page_table] (tokens:
+// future ones negative; draws: a cu::RowDraw per token row; masked_rows: the token rows
+// with a token mask, their masks' words after; tile_*, row_start: shared-prefix tiles of the
 // decode rows and of each prefill run, kernels/cuda/shared_prefix.hpp). logit_rows lists
 // the rows whose logits go back to the host first, then the rows that only send back
 // the token drawn from them.
@@ -55,19 +58,19 @@ constexpr int kPositionBucket = 256;
 
 struct StepPlan {
   std::vector<std::int32_t> ints;
-  int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0;
+  int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0, num_masked = 0;
   // The last rows, padding: of logit_rows, and of token_rows too when the batch draws
   // tokens. Nothing of theirs leaves the device.
   int padding_rows = 0, padding_token_rows = 0;
   std::size_t positions = 0, row_page = 0, row_slot = 0, row_table = 0, logit_row_ids = 0, page_table = 0;
-  std::size_t tile_rows = 0, tile_length = 0, row_start = 0, draws = 0;
+  std::size_t tile_rows = 0, tile_length = 0, row_start = 0, draws = 0, masked_rows = 0, masks = 0;
   int num_tiles = 0, max_tile_length = 0, max_own_positions = 0;
 
   // `padded_rows` (at least the batch's rows) rounds a decode step's rows up to a bucket.
   void build(std::span<const SequenceStep> batch, int page_size, int padded_rows) {
     ints.clear();
     rows = logit_rows = token_rows = max_positions = 0;
-    std::vector<std::int32_t> pos, page, slot, table, want, want_token, flat_pages, draw_words;
+    std::vector<std::int32_t> pos, page, slot, table, want, want_token, flat_pages, draw_words, masked, mask_words;
     std::vector<cu::DecodeRowPages> decode_rows;
     struct PrefillRun {
       int first_row, first_pos, count;
@@ -90,6 +93,10 @@ struct StepPlan {
         table.push_back(first_page);
         if (s.logits == LogitsMode::all || (s.logits == LogitsMode::last && j == n - 1)) want.push_back(rows + j);
         if (s.logits == LogitsMode::last_token && j == n - 1) {
+          if (!s.allowed.empty()) {
+            masked.push_back(std::int32_t(want_token.size()));
+            append_mask(mask_words, s.allowed);
+          }
           want_token.push_back(rows + j);
           append_draw(draw_words, s.draw);
         }
@@ -117,6 +124,7 @@ struct StepPlan {
       append_draw(draw_words, TokenDraw{});
     }
     token_rows = int(want_token.size());
+    num_masked = int(masked.size());
     logit_rows = int(want.size()) + token_rows;
     want.insert(want.end(), want_token.begin(), want_token.end());
     cu::SharedPrefixPlan tiles = cu::plan_shared_prefixes(decode_rows, rows, page_size);
@@ -135,6 +143,8 @@ struct StepPlan {
     append(row_table, table);
     append(logit_row_ids, want);
     append(draws, draw_words);
+    append(masked_rows, masked);
+    append(masks, mask_words);
     append(tile_rows, tiles.tile_rows);
     append(tile_length, tiles.tile_length);
     append(row_start, tiles.row_start);
@@ -149,6 +159,14 @@ struct StepPlan {
     const auto* w = reinterpret_cast<const std::int32_t*>(&row);
     words.insert(words.end(), w, w + 4);
   }
+
+  // A token mask's 64-bit words as 32-bit ones (little-endian: the low half first),
+  // which is how the device reads them.
+  static void append_mask(std::vector<std::int32_t>& words, std::span<const std::uint64_t> mask) {
+    const std::size_t at = words.size();
+    words.resize(at + 2 * mask.size());
+    std::memcpy(words.data() + at, mask.data(), mask.size_bytes());
+  }
 };
 
 // What a step's kernels take as arguments besides the contents of device memory: two
@@ -157,9 +175,9 @@ struct StepPlan {
 // engine's switches never change). Invariant: an argument a step's kernels take that is
 // not in the key replays stale; whatever a new kernel argument depends on goes here.
 struct GraphKey {
-  int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0, max_own_positions = 0;
+  int rows = 0, logit_rows = 0, token_rows = 0, num_masked = 0, max_positions = 0, max_own_positions = 0;
   int num_tiles = 0, max_tile_length = 0;
-  std::array<std::size_t, 10> offsets{};  // of the metadata sections
+  std::array<std::size_t, 12> offsets{};  // of the metadata sections
   std::array<int, 4> geometry{};          // the KV pool's layers, KV heads, head_dim, page size
   std::array<const void*, 16> memory{};   // every device address the kernels are given
   bool operator==(const GraphKey&) const = default;
@@ -394,12 +412,14 @@ class CudaEngine final : public Engine {
     k.rows = plan_.rows;
     k.logit_rows = plan_.logit_rows;
     k.token_rows = plan_.token_rows;
+    k.num_masked = plan_.num_masked;
     k.max_positions = plan_.max_positions;
     k.max_own_positions = plan_.max_own_positions;
     k.num_tiles = plan_.num_tiles;
     k.max_tile_length = plan_.max_tile_length;
-    k.offsets = {plan_.positions, plan_.row_page,  plan_.row_slot,    plan_.row_table, plan_.logit_row_ids,
-                 plan_.draws,     plan_.tile_rows, plan_.tile_length, plan_.row_start, plan_.page_table};
+    k.offsets = {plan_.positions, plan_.row_page,  plan_.row_slot,   plan_.row_table,   plan_.logit_row_ids,
+                 plan_.draws,     plan_.masked_rows, plan_.masks,   plan_.tile_rows,   plan_.tile_length,
+                 plan_.row_start, plan_.page_table};
     k.geometry = {g.num_layers, g.num_kv_heads, g.head_dim, g.page_size};
     k.memory = {x_.data(),   xn_.data(),  q_.data(),     k_.data(),         v_.data(),  attn_.data(),
                 gate_.data(), up_.data(), tmp_.data(),   logits_.data(),    ints_.data(),
@@ -564,17 +584,20 @@ class CudaEngine final : public Engine {
   }
 
   // Norm and vocabulary matmul for the rows with an output only; the token rows draw
-  // their token on the device (greedy or sampled).
+  // their token on the device (greedy or sampled), masked first where they have a mask.
   Result<void> logit_kernels() {
     const int n = plan_.logit_rows, drawn = plan_.token_rows, kept = n - drawn, hidden = config_.hidden;
+    const int vocab = config_.vocab_size;
     if (n == 0) return {};
     cu::gather_rows(x_.as<float>(), ints(plan_.logit_row_ids), n, hidden, tmp_.as<float>(), stream_);
     cu::rmsnorm(tmp_.as<float>(), weights_->output_norm, n, hidden, config_.rms_eps, xn_.as<float>(), stream_);
     if (auto ok = matmul(weights_->output, xn_.as<float>(), n, logits_.as<float>()); !ok) return ok;
-    if (drawn > 0)
-      cu::draw_rows(logits_.as<float>() + std::size_t(kept) * std::size_t(config_.vocab_size),
-                    reinterpret_cast<const cu::RowDraw*>(ints(plan_.draws)), drawn, config_.vocab_size, tokens_out_,
-                    stream_);
+    if (drawn == 0) return {};
+    float* token_logits = logits_.as<float>() + std::size_t(kept) * std::size_t(vocab);
+    cu::mask_rows(token_logits, ints(plan_.masked_rows), reinterpret_cast<const std::uint32_t*>(ints(plan_.masks)),
+                  plan_.num_masked, 2 * int(token_mask_words(vocab)), vocab, stream_);
+    cu::draw_rows(token_logits, reinterpret_cast<const cu::RowDraw*>(ints(plan_.draws)), drawn, vocab, tokens_out_,
+                  stream_);
     return {};
   }
 

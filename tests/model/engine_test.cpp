@@ -10,6 +10,7 @@
 #include "cache/page_allocator.hpp"
 #include "cache/page_pool.hpp"
 #include "model/kv_sequence.hpp"
+#include "model/token_mask.hpp"
 #include "tests/max_abs_diff.hpp"
 #include "tests/model/token_rows_check.hpp"
 #include "tests/model/future_tokens_check.hpp"
@@ -176,6 +177,23 @@ TEST_P(TinyEngine, RejectsBadInputWithoutWriting) {
     ASSERT_FALSE(r4);
     EXPECT_EQ(r4.error().code, ErrorCode::invalid_argument);
     EXPECT_NE(r4.error().message.find("its draw needs"), std::string::npos) << r4.error().message;
+  }
+  // A token mask one word short, and one on a row that returns logits.
+  const TokenMask all_allowed = [&] {
+    TokenMask m(config_.vocab_size);
+    for (TokenId t = 0; t < config_.vocab_size; ++t) m.allow(t);
+    return m;
+  }();
+  for (const auto& [mode, words] :
+       {std::pair{LogitsMode::last_token, all_allowed.words().first(all_allowed.words().size() - 1)},
+        std::pair{LogitsMode::last, all_allowed.words()}}) {
+    SequenceStep step{tokens, 0, drawn.pages, mode};
+    step.allowed = words;
+    auto r5 = engine_->forward(std::span(&step, 1), *pool_, out);
+    ASSERT_FALSE(r5);
+    EXPECT_EQ(r5.error().code, ErrorCode::invalid_argument);
+    EXPECT_NE(r5.error().message.find("a token mask needs LogitsMode::last_token"), std::string::npos)
+        << r5.error().message;
   }
   release(drawn, *pool_);
 

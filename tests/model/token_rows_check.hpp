@@ -5,7 +5,10 @@
 // the maximum: two runs of a device backend may round a near tie differently); a sampled
 // one must be what model::draw_token picks from the row (with tol > 0, for a uniform
 // number within 1e-4 of the draw's); the other outputs must not move, and come out in
-// batch order.
+// batch order. Two token rows carry a token mask (SequenceStep::allowed): the greedy
+// one's forbids its row's argmax, the sampled one's allows a fifth of the vocabulary;
+// their tokens are those of the same rule over the logits with the masked ones at
+// -infinity, and allowed.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,6 +18,7 @@
 
 #include "model/engine.hpp"
 #include "model/kv_sequence.hpp"
+#include "model/token_mask.hpp"
 #include "tests/max_abs_diff.hpp"
 
 namespace arbor::model::testing {
@@ -56,18 +60,32 @@ inline void expect_token_rows_follow_logits(Engine& engine, cache::PagePool& poo
     for (int t = 0; t < new_tokens[i]; ++t) inputs[std::size_t(i)].push_back(TokenId((t * 11 + i) % vocab));
     ASSERT_TRUE(reserve_pages(seqs[i], pool, int(seqs[i].tokens.size()) + new_tokens[i]));
   }
+  const std::vector<TokenMask>* steps_masks = nullptr;
   auto run = [&](bool with_argmax, StepOutput& out) {
     std::vector<SequenceStep> steps;
     for (int i = 0; i < kSeqs; ++i) {
       LogitsMode mode = argmax_modes[i];
       if (!with_argmax && mode == LogitsMode::last_token) mode = LogitsMode::last;
       steps.push_back({inputs[std::size_t(i)], int(seqs[i].tokens.size()), seqs[i].pages, mode, draws[i]});
+      if (steps_masks != nullptr && (*steps_masks)[std::size_t(i)].size() > 0)
+        steps.back().allowed = (*steps_masks)[std::size_t(i)].words();
     }
     auto ok = engine.forward(steps, pool, out);
     ASSERT_TRUE(ok) << ok.error().message;
   };
   StepOutput logits_only, with_argmax;
   run(false, logits_only);
+  // Masks for sequence 0 (greedy; its last row is the first output row) and 3 (sampled).
+  std::vector<TokenMask> masks(kSeqs);
+  masks[0].resize(vocab);
+  const float* first_row = logits_only.logits.data();
+  const auto first_argmax = TokenId(std::max_element(first_row, first_row + vocab) - first_row);
+  for (TokenId t = 0; t < vocab; ++t)
+    if (t != first_argmax) masks[0].allow(t);
+  masks[3].resize(vocab);
+  for (TokenId t = 0; t < vocab; ++t)
+    if ((t * 7) % 5 == 1) masks[3].allow(t);
+  steps_masks = &masks;
   run(true, with_argmax);
   ASSERT_TRUE(logits_only.tokens.empty());
   ASSERT_EQ(with_argmax.tokens.size(), 4u);
@@ -83,8 +101,14 @@ inline void expect_token_rows_follow_logits(Engine& engine, cache::PagePool& poo
         const TokenId id = with_argmax.tokens[argmax_row++];
         ASSERT_GE(id, 0);
         ASSERT_LT(id, vocab);
+        std::vector<float> masked(logits, logits + vocab);
+        if (masks[std::size_t(i)].size() > 0) {
+          masks[std::size_t(i)].apply(masked);
+          EXPECT_TRUE(masks[std::size_t(i)].allows(id)) << "sequence " << i << ": drew " << id << ", masked out";
+        }
+        logits = masked.data();
         if (!draws[i].greedy()) {
-          expect_drawn(std::span(logits, std::size_t(vocab)), draws[i], id, tol, i);
+          expect_drawn(masked, draws[i], id, tol, i);
           continue;
         }
         const float* best_at = std::max_element(logits, logits + vocab);

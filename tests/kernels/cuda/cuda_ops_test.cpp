@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "cuda_test_util.hpp"
@@ -164,6 +165,34 @@ TEST(CudaOps, SampledDrawsSplitTheMassInIdOrder) {
   draw_rows(dx.as<float>(), d_draws.as<const RowDraw>(), rows, n, d_out.as<std::int32_t>(), nullptr);
   const auto got = to_host<std::int32_t>(d_out, std::size_t(rows));
   for (int r = 0; r < rows; ++r) EXPECT_EQ(got[std::size_t(r)], cases[r].expected) << "case " << r;
+}
+
+// Masked rows (the listed ones, in any order) keep the logits their words allow, bit
+// i % 32 of word i / 32 of their own mask; the rest of them becomes -inf; rows not
+// listed are left as they were. A width that is not a whole number of words.
+TEST(CudaOps, MaskRowsSetsWhatEachMaskForbidsToMinusInfinity) {
+  ARBOR_REQUIRE_CUDA();
+  std::mt19937 rng(9);
+  const int rows = 4, n = 1000, words_per_row = (n + 31) / 32;
+  const auto x = random_floats(rng, std::size_t(rows) * n, -3.f, 3.f);
+  const std::vector<std::int32_t> masked = {3, 1};
+  std::vector<std::uint32_t> words(masked.size() * words_per_row);
+  for (auto& w : words) w = std::uint32_t(rng());
+  auto dx = to_device(x);
+  const auto d_masked = to_device(masked);
+  const auto d_words = to_device(words);
+  mask_rows(dx.as<float>(), d_masked.as<const std::int32_t>(), d_words.as<const std::uint32_t>(),
+            int(masked.size()), words_per_row, n, nullptr);
+  const auto got = to_host<float>(dx, x.size());
+  for (int r = 0; r < rows; ++r) {
+    const auto k = std::find(masked.begin(), masked.end(), r) - masked.begin();
+    for (int i = 0; i < n; ++i) {
+      const std::size_t at = std::size_t(r) * n + std::size_t(i);
+      const bool allowed = k == std::ptrdiff_t(masked.size()) ||
+                           (words[std::size_t(k) * words_per_row + std::size_t(i / 32)] >> (i % 32)) & 1u;
+      ASSERT_EQ(got[at], allowed ? x[at] : -INFINITY) << "row " << r << " logit " << i;
+    }
+  }
 }
 
 // RoPE and the K/V store in one launch: q rotated in place as kernels::cpu::rope does

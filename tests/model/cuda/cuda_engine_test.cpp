@@ -19,6 +19,7 @@
 #include "model/cpu_engine.hpp"
 #include "model/kv_sequence.hpp"
 #include "model/synthetic_model.hpp"
+#include "model/token_mask.hpp"
 #include "tests/model/token_rows_check.hpp"
 #include "tests/model/future_tokens_check.hpp"
 #include "tests/model/tiny_llama.hpp"
@@ -357,6 +358,74 @@ TEST(CudaEngine, ABatchThatShrinksWithinItsRowBucketKeepsReplayingItsGraph) {
   ASSERT_EQ(graphed.size(), direct.size());
   for (std::size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(graphed[i], direct[i]) << "step " << i;
 #endif
+}
+
+// Constrained rows (a token mask each) in steady decode steps: the masks change every
+// step while the graph replays, and each step's tokens are those of direct launches,
+// each allowed by its own step's mask (a replay that read a stale mask would break both).
+TEST(CudaEngine, MaskedTokenRowsDrawUnderEachStepsMaskWhenTheirGraphReplays) {
+  ARBOR_REQUIRE_CUDA();
+  auto m = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
+  const int vocab = m->config.vocab_size;
+  const auto tokens = random_tokens(30, vocab, 8);
+  constexpr int kSeqs = 3, kSteps = 10;
+  // Step s, row i: a third of the vocabulary, another third each time.
+  auto mask_of = [&](int s, int i) {
+    TokenMask mask(vocab);
+    for (TokenId t = 0; t < vocab; ++t)
+      if ((t + s + i) % 3 == 0) mask.allow(t);
+    return mask;
+  };
+  auto run = [&](const char* graphs, GraphCounts& counted) {
+    Side gpu(cuda_engine_with_graphs(*m, graphs), 16, 64);
+    std::vector<TokenId> drawn;
+    if (!gpu.engine) return drawn;
+    KvSequence seqs[kSeqs];
+    std::vector<TokenId> next(kSeqs);
+    for (int i = 0; i < kSeqs; ++i) {
+      auto p = prefill(*gpu.engine, *gpu.pool, seqs[i], std::span(tokens).first(std::size_t(20 + i)), 512);
+      EXPECT_TRUE(p) << p.error().message;
+      next[std::size_t(i)] = TokenId(i + 1);
+    }
+    const GraphCounts before = gpu.engine->graph_counts();
+    for (int s = 0; s < kSteps; ++s) {
+      std::vector<TokenMask> masks;
+      std::vector<SequenceStep> steps;
+      for (int i = 0; i < kSeqs; ++i) masks.push_back(mask_of(s, i));
+      for (int i = 0; i < kSeqs; ++i) {
+        EXPECT_TRUE(reserve_pages(seqs[i], *gpu.pool, int(seqs[i].tokens.size()) + 1));
+        steps.push_back({std::span(&next[std::size_t(i)], 1), int(seqs[i].tokens.size()), seqs[i].pages,
+                         LogitsMode::last_token});
+        steps.back().allowed = masks[std::size_t(i)].words();
+      }
+      StepOutput out;
+      auto ok = gpu.engine->forward(steps, *gpu.pool, out);
+      EXPECT_TRUE(ok) << ok.error().message;
+      if (!ok || out.tokens.size() != std::size_t(kSeqs)) break;
+      for (int i = 0; i < kSeqs; ++i) {
+        const TokenId t = out.tokens[std::size_t(i)];
+        EXPECT_TRUE(masks[std::size_t(i)].allows(t)) << "step " << s << " row " << i << ": " << t << " is masked";
+        seqs[i].tokens.push_back(next[std::size_t(i)]);
+        next[std::size_t(i)] = t;
+        drawn.push_back(t);
+      }
+    }
+    counted = {gpu.engine->graph_counts().replayed - before.replayed,
+               gpu.engine->graph_counts().captured - before.captured};
+    for (KvSequence& seq : seqs) release(seq, *gpu.pool);
+    EXPECT_EQ(gpu.pool->num_used(), 0);
+    return drawn;
+  };
+  GraphCounts direct_counts, graph_counts;
+  const auto direct = run("0", direct_counts);
+  const auto graphed = run("1", graph_counts);
+  EXPECT_EQ(direct.size(), std::size_t(kSeqs * kSteps));
+  EXPECT_EQ(graphed, direct);
+  EXPECT_EQ(direct_counts.captured + direct_counts.replayed, 0u);
+  // Captured: the first step of each slot, and the third (the other slot's drawn tokens,
+  // its future tokens' address, were first allocated by the second).
+  EXPECT_EQ(graph_counts.captured, 3u);
+  EXPECT_EQ(graph_counts.replayed, std::uint64_t(kSteps - 3));
 }
 
 // KV rule 14 on the device: a reader that takes the owner's full pages and computes only
