@@ -304,10 +304,10 @@ void BatchEngine::trace_step(const BatchShape& batch, std::size_t admitted, std:
 }
 
 BatchEngine::BatchShape BatchEngine::run_batch() {
-  // Without overlap, and when the host must sample the step in flight before the next
-  // can be built, that step is collected first; otherwise it stays in flight while the
-  // next is built and queued behind it, and is collected after.
-  if (in_flight_ && (!overlap_ || needs_host_sampling(*in_flight_))) collect_in_flight();
+  // Without overlap, and when the next step's masks need the tokens of the step in flight,
+  // that step is collected first; otherwise it stays in flight while the next is built
+  // and queued behind it, and is collected after.
+  if (in_flight_ && (!overlap_ || has_constrained_rows(*in_flight_))) collect_in_flight();
   Submitted next = schedule();
   const BatchShape shape = next.shape;
   const bool queued = !next.rows.empty() && submit(next);
@@ -320,14 +320,22 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
 // One decode row per decoding sequence, then prefill chunks, within max_step_tokens.
 // A sequence whose previous step is still in flight continues from what that step
 // will have computed: its next prefill chunk, or (when that step draws its next token
-// where the logits are) a decode row whose token is that future token.
+// where the logits are) a decode row whose token is that future token. Every row that
+// ends a prompt or decodes returns its token, drawn by the engine (model/token_draw.hpp,
+// the sampler's rule) with the sequence's JSON Schema mask when it has one.
 BatchEngine::Submitted BatchEngine::schedule() {
   Submitted next;
   int budget = config_.max_step_tokens;
-  auto add = [&](Live& l, std::span<const model::TokenId> tokens, model::LogitsMode logits) {
-    // One draw (one RNG step) per row that will return a token.
-    const model::TokenDraw draw = logits == model::LogitsMode::last_token ? l.sampler->next_draw() : model::TokenDraw{};
-    next.steps.push_back({tokens, int(l.scheduled), cache_->page_table(l.seq), logits, draw});
+  auto add = [&](Live& l, std::span<const model::TokenId> tokens, bool draws_token) {
+    model::SequenceStep step{tokens, int(l.scheduled), cache_->page_table(l.seq), model::LogitsMode::none};
+    if (draws_token) {
+      step.logits = model::LogitsMode::last_token;
+      step.draw = l.sampler->next_draw();  // one RNG step per token
+      // The mask of the constraint's state after the sequence's last token: the
+      // constraint is not touched again before this step is collected.
+      if (l.constraint) step.allowed = l.constraint->allowed().words();
+    }
+    next.steps.push_back(step);
     next.rows.push_back(&l);
     budget -= int(tokens.size());
   };
@@ -337,9 +345,9 @@ BatchEngine::Submitted BatchEngine::schedule() {
       if (l->generated.size() + 1 >= std::size_t(std::max(l->p.request.sampling.max_tokens, 0)))
         continue;  // the token in flight is its last
       next.future_tokens.push_back(model::future_token(*l->future));
-      add(*l, std::span(&next.future_tokens.back(), 1), sampling_output(*l));
+      add(*l, std::span(&next.future_tokens.back(), 1), true);
     } else if (l->decoding && l->in_flight == 0) {
-      add(*l, std::span(&l->tokens.back(), 1), sampling_output(*l));
+      add(*l, std::span(&l->tokens.back(), 1), true);
     } else {
       continue;
     }
@@ -350,19 +358,16 @@ BatchEngine::Submitted BatchEngine::schedule() {
     const int n = std::min({config_.prefill_chunk, int(l->prompt_len - l->scheduled), budget});
     if (n <= 0) continue;
     const bool last = l->scheduled + std::size_t(n) == l->prompt_len && l->p.request.sampling.max_tokens > 0;
-    add(*l, std::span(l->tokens.data() + l->scheduled, std::size_t(n)),
-        last ? sampling_output(*l) : model::LogitsMode::none);
+    add(*l, std::span(l->tokens.data() + l->scheduled, std::size_t(n)), last);
     ++next.shape.prefill_rows;
     next.shape.prefill_tokens += n;
   }
   return next;
 }
 
-bool BatchEngine::needs_host_sampling(const Submitted& s) {
+bool BatchEngine::has_constrained_rows(const Submitted& s) {
   for (std::size_t i = 0; i < s.rows.size(); ++i)
-    if (s.rows[i]->p.done && s.steps[i].logits != model::LogitsMode::none &&
-        s.steps[i].logits != model::LogitsMode::last_token)
-      return true;
+    if (s.rows[i]->p.done && !s.steps[i].allowed.empty()) return true;
   return false;
 }
 
@@ -406,17 +411,12 @@ void BatchEngine::collect(Submitted& s) {
     for (Live* l : s.rows) fail_live(*l, ok.error());
     return;
   }
-  const std::size_t vocab = std::size_t(config_.model->config().vocab_size);
-  std::size_t logits_row = 0, token_row = 0;
+  std::size_t token_row = 0;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     Live& l = *s.rows[i];
     const model::SequenceStep& step = s.steps[i];
-    std::optional<std::int32_t> drawn;
-    std::span<const float> row;
-    if (step.logits == model::LogitsMode::last_token)
-      drawn = step_out_.tokens[token_row++];
-    else if (step.logits != model::LogitsMode::none)
-      row = std::span<const float>(step_out_.logits.data() + logits_row++ * vocab, vocab);
+    const bool drew = step.logits == model::LogitsMode::last_token;
+    const std::int32_t drawn = drew ? step_out_.tokens[token_row++] : -1;
     if (!l.p.done) continue;  // finished while the step ran: its row's output is dropped
     l.computed += step.tokens.size();
     if (!l.decoding) {
@@ -429,24 +429,14 @@ void BatchEngine::collect(Submitted& s) {
         l.committed = l.computed;
       }
       if (l.computed < l.prompt_len) continue;
-      if (step.logits == model::LogitsMode::none) {
+      if (!drew) {
         finish(l, FinishReason::prefill);
         continue;
       }
       l.decoding = true;
     }
-    on_token(l, drawn ? *drawn : sample(l, row));
+    on_token(l, drawn);
   }
-}
-
-model::LogitsMode BatchEngine::sampling_output(const Live& live) {
-  // The engine draws every unconstrained row (model/token_draw.hpp, the sampler's rule);
-  // a JSON Schema's mask is applied on the host, to the row's logits.
-  return !live.constraint ? model::LogitsMode::last_token : model::LogitsMode::last;
-}
-
-std::int32_t BatchEngine::sample(Live& l, std::span<const float> logits) {
-  return l.constraint ? l.sampler->sample(logits, l.constraint->allowed()) : l.sampler->sample(logits);
 }
 
 void BatchEngine::on_token(Live& l, std::int32_t token) {

@@ -35,9 +35,9 @@
 //   With overlap (BatchEngineConfig::overlap), 3 of step N runs after 1 and 2 of step
 //   N+1 have queued it on the engine behind N: the host's work hides behind the device's.
 //   A sequence's row in N+1 takes its token from what N draws on the device, greedy or
-//   sampled (model::future_token); a step with rows the host must sample (under a JSON
-//   schema's mask) is collected before the next is built. Tokens reach callbacks a step
-//   later.
+//   sampled (model::future_token). A row under a JSON Schema draws with its mask on the
+//   engine too, but its next mask needs its token on the host: a step with such rows is
+//   collected before the next is built. Tokens reach callbacks a step later.
 // Tool pins (SeqRequest::pin_ttl_ms, release_pin): a request that asks for one leaves
 // its computed history pinned when it finishes, for pin_ttl_ms, while the agent's tool
 // runs; the continuation request releases it once admitted (its own lock then holds
@@ -237,16 +237,14 @@ class BatchEngine {
   BatchShape run_batch();
   Submitted schedule();
   bool submit(Submitted& s);
-  static bool needs_host_sampling(const Submitted& s);
+  // Whether a row of `s` draws under a JSON Schema's mask: the next mask of its sequence
+  // needs that token on the host.
+  static bool has_constrained_rows(const Submitted& s);
   void collect(Submitted& s);
   void collect_in_flight();
   // One debug line per step (common/log.hpp): the batch, the queue, cache hits and
   // evictions since the last line, the pool. Costs a cache stats walk: debug only.
   void trace_step(const BatchShape& batch, std::size_t admitted, std::size_t finished);
-  std::int32_t sample(Live& live, std::span<const float> logits);
-  // What a row that ends its prompt or decodes asks the engine for: a row without a
-  // constraint only needs its token, which a device draws where the logits are.
-  static model::LogitsMode sampling_output(const Live& live);
   void on_token(Live& live, std::int32_t token);
   void finish(Live& live, FinishReason reason);
   void fail_live(Live& live, const Error& error);

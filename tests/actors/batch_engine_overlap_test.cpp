@@ -36,6 +36,8 @@ class RecordingEngine final : public model::Engine {
     for (const auto& s : batch) {
       rows += s.tokens.size();
       future_rows += std::size_t(std::count_if(s.tokens.begin(), s.tokens.end(), model::is_future_token));
+      logit_rows += s.logits == model::LogitsMode::last || s.logits == model::LogitsMode::all;
+      masked_rows += !s.allowed.empty();
     }
     return ok;
   }
@@ -47,7 +49,7 @@ class RecordingEngine final : public model::Engine {
 
   std::chrono::milliseconds collect_wait{0};
   int in_flight = 0, max_in_flight = 0;
-  std::size_t rows = 0, future_rows = 0;
+  std::size_t rows = 0, future_rows = 0, logit_rows = 0, masked_rows = 0;
 
  private:
   std::shared_ptr<model::Engine> inner_;
@@ -135,7 +137,8 @@ TEST(BatchEngineOverlap, TheWaitOfTheLastCollectCountsInTheStepTime) {
   piped.h.expect_clean();
 }
 
-// Rows the host samples (under a JSON schema) cannot take a future token: the step
+// Rows under a JSON schema draw in the engine with their mask (no logits come back), but
+// cannot take a future token (their next mask needs the token on the host): the step
 // holding them is collected before the next is built. A sampled sequence (temperature)
 // draws in the engine and takes future tokens like a greedy one: with the same seed it
 // gets the same tokens as without overlap (one RNG draw per token, in order), and so
@@ -174,6 +177,9 @@ TEST(BatchEngineOverlap, SchemaRowsWaitForTheirStepAndSampledAndGreedyRowsMatch)
   }
   EXPECT_FALSE(piped.h.results.at(a[4]).json.empty()) << piped.h.results.at(a[4]).text;
   EXPECT_EQ(piped.h.results.at(a[4]).json, direct.h.results.at(b[4]).json) << "greedy under a schema";
+  EXPECT_EQ(piped.engine->logit_rows + direct.engine->logit_rows, 0u) << "a row asked for its logits";
+  EXPECT_GE(piped.engine->masked_rows, piped.h.results.at(a[4]).generated_tokens);
+  EXPECT_EQ(piped.engine->masked_rows, direct.engine->masked_rows);
   piped.h.expect_clean();
 }
 
