@@ -178,8 +178,11 @@ TEST_F(ClusterProcesses, SharedPrefixesRouteToTheNodeHoldingThem) {
   ASSERT_EQ(by_node.size(), 2u) << tree.body;
   ASSERT_TRUE(by_node.contains(cluster.endpoint(holders[0]))) << tree.body;
   ASSERT_TRUE(by_node.contains(cluster.endpoint(second))) << tree.body;
-  for (const auto& n : entries)  // ids renumbered without mixing nodes
-    if (n["parent"] != 0) EXPECT_EQ(node_of[n["parent"]], n["node"]) << n.dump();
+  for (const auto& n : entries) {  // ids renumbered without mixing nodes
+    if (n["parent"] != 0) {
+      EXPECT_EQ(node_of[n["parent"]], n["node"]) << n.dump();
+    }
+  }
 
   // One runtime, the same requests in the same order: the same greedy answers, and the
   // same cache tree as the holder's part of the router's.

@@ -66,7 +66,9 @@ TEST(KvEvents, ReplayedEventsEqualTheCachedPagesAndTheEvictions) {
       ASSERT_EQ(e.tokens.size(), e.keys.size() * P);
       // The chain, recomputed from the token ids: from the parent, or the tenant's seed.
       cache::PageKey h = e.parent ? *e.parent : cache::page_key_seed(e.tenant);
-      if (e.parent) EXPECT_TRUE(keys.contains(*e.parent)) << "a parent is a cached page";
+      if (e.parent) {
+        EXPECT_TRUE(keys.contains(*e.parent)) << "a parent is a cached page";
+      }
       for (std::size_t p = 0; p < e.keys.size(); ++p) {
         h = cache::next_page_key(h, std::span(e.tokens).subspan(p * P, P));
         EXPECT_EQ(e.keys[p], h);

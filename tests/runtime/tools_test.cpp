@@ -143,7 +143,7 @@ TEST_F(RuntimeTools, InvalidUtf8FromAToolBecomesAnErrorResult) {
   ASSERT_EQ(a.tool_trace.size(), 1u);
   EXPECT_EQ(a.tool_trace[0].status, ToolStatus::error);
   EXPECT_EQ(a.tool_trace[0].result, "error: the tool returned text that is not valid UTF-8 (10 bytes); nothing of it is shown");
-  EXPECT_NO_THROW((void)nlohmann::json::parse(to_json(r)));
+  EXPECT_TRUE(nlohmann::json::accept(to_json(r)));
 }
 
 // A handler that never returns on its own: past tool_timeout_ms the model gets a
