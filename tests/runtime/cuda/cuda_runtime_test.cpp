@@ -87,6 +87,25 @@ TEST(CudaRuntime, ReportsTheDeviceAndGenerates) {
   expect_clean(*rt);
 }
 
+// A request under a JSON Schema on the device: each step carries its mask and the
+// device draws under it. The synthetic model's vocabulary is 256 byte tokens, an end
+// token and ~49,000 fillers its random weights favour as much as any: only the mask
+// keeps the document to one of the enum's values, closed by the end token.
+TEST(CudaRuntime, ASchemaRequestDrawsUnderItsMaskOnTheDevice) {
+  ARBOR_REQUIRE_CUDA();
+  auto rt = cuda_runtime();
+  ASSERT_TRUE(rt);
+  GenerateRequest colour = raw("Pick a colour:", 16);
+  colour.json_schema = R"({"enum":["red","green","blue"]})";
+  auto b = rt->generate(colour);
+  ASSERT_TRUE(b) << b.error().describe();
+  ASSERT_TRUE(b->json) << b->text;
+  EXPECT_TRUE(*b->json == "red" || *b->json == "green" || *b->json == "blue") << b->text;
+  EXPECT_EQ(b->text, b->json->dump());
+  EXPECT_EQ(b->finish_reason, FinishReason::stop) << b->text;
+  expect_clean(*rt);
+}
+
 // Overlap on the device: a team's decode steps queued behind each other, greedy rows fed
 // the step before's argmax on the device, give every agent the output of steps that
 // each wait for the one before (--no-overlap), and free every page.
