@@ -6,7 +6,10 @@
 // give row i of both kinds the same budget, the shorter of its two lengths, so both
 // batches generate the same tokens and shrink alike (a free row that ended early on
 // its own would otherwise shrink the free batch sooner). The kinds alternate which runs
-// first. Overhead = constrained time per token / free time per token - 1.
+// first. Overhead = constrained time per token / free time per token - 1. Host ms/step:
+// the scheduler's work between forwards per batched step (CacheStats: step time minus
+// the engine's), masks and the automaton's advance included: on a GPU the device waits
+// on it, since a step holding constrained rows is collected before the next is built.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -48,7 +51,7 @@ GenerateRequest request(int row, int max_tokens, bool constrained) {
 }
 
 struct Pass {
-  double seconds = 0;
+  double seconds = 0, host_ms_per_step = 0;
   std::vector<int> tokens;  // generated, per row
   int total() const {
     int n = 0;
@@ -62,6 +65,7 @@ struct Pass {
 // `whole_documents`, a constrained row must end with its document complete.
 Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool constrained, bool whole_documents) {
   std::vector<GenerationHandle> handles;
+  const CacheStats before = rt.cache_stats();
   const auto t0 = Clock::now();
   for (std::size_t i = 0; i < max_tokens.size(); ++i) {
     auto h = rt.start_generate(request(int(i), max_tokens[i], constrained));
@@ -76,11 +80,17 @@ Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool con
     pass.tokens.push_back(int(r->generated_tokens));
   }
   pass.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  const CacheStats after = rt.cache_stats();
+  const double host_seconds =
+      (after.step_seconds - before.step_seconds) - (after.forward_seconds - before.forward_seconds);
+  if (after.batched_steps > before.batched_steps)
+    pass.host_ms_per_step = 1000.0 * host_seconds / double(after.batched_steps - before.batched_steps);
   return pass;
 }
 
 struct Figures {
   double constrained = 0, free = 0;  // tokens/s, averaged over the repetitions
+  double constrained_host_ms = 0, free_host_ms = 0;  // host ms per step, averaged too
   int constrained_tokens = 0, free_tokens = 0;  // of one pass
   double overhead_percent() const { return constrained > 0 ? (free / constrained - 1) * 100 : 0; }
 };
@@ -100,6 +110,7 @@ Result<Figures> measure(Runtime& rt, int batch, int max_tokens, int reps) {
       auto pass = run_batch(rt, budget, constrained, false);
       if (!pass) return std::unexpected(pass.error());
       (constrained ? f.constrained : f.free) += pass->tokens_per_s() / reps;
+      (constrained ? f.constrained_host_ms : f.free_host_ms) += pass->host_ms_per_step / reps;
       (constrained ? f.constrained_tokens : f.free_tokens) = pass->total();
     }
   }
@@ -120,15 +131,17 @@ int bench_constrained(const ConstrainedOptions& o) {
   auto rt = Runtime::create(config);
   if (!rt) return std::fprintf(stderr, "arbor bench constrained: %s\n", rt.error().describe().c_str()), kExitInvalid;
   BenchReport report(o.json, {{"threads", config.num_threads}});
-  report.header("%5s %14s %14s %9s %14s\n", "batch", "free tok/s", "schema tok/s", "overhead", "tokens/pass");
+  report.header("%5s %14s %14s %9s %14s %14s %14s\n", "batch", "free tok/s", "schema tok/s", "overhead", "tokens/pass",
+                "free host ms", "schema host ms");
   for (int batch : parse_integer_list(o.batches)) {
     auto f = measure(**rt, batch, o.max_tokens, o.reps);
     if (!f) return std::fprintf(stderr, "arbor bench constrained: %s\n", f.error().describe().c_str()), kExitFailed;
     report.add({{"batch", batch}, {"free_tokens_per_s", f->free}, {"constrained_tokens_per_s", f->constrained},
                 {"overhead_percent", f->overhead_percent()}, {"free_tokens", f->free_tokens},
-                {"constrained_tokens", f->constrained_tokens}},
-               "%5d %14.1f %14.1f %8.1f%% %7d/%-6d\n", batch, f->free, f->constrained, f->overhead_percent(),
-               f->free_tokens, f->constrained_tokens);
+                {"constrained_tokens", f->constrained_tokens}, {"free_host_ms_per_step", f->free_host_ms},
+                {"constrained_host_ms_per_step", f->constrained_host_ms}},
+               "%5d %14.1f %14.1f %8.1f%% %7d/%-6d %14.2f %14.2f\n", batch, f->free, f->constrained,
+               f->overhead_percent(), f->free_tokens, f->constrained_tokens, f->free_host_ms, f->constrained_host_ms);
   }
   return report.finish();
 }

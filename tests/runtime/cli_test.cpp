@@ -588,6 +588,24 @@ TEST(Cli, BenchEngineMeasuresEachPromptLengthAndBatchSize) {
   EXPECT_EQ(j["graph_steps"]["captured"], 0) << o.out;
 }
 
+// The structured-output benchmark: both kinds generate the same tokens, and each reports
+// the scheduler's host time per step (a constrained step also computes masks and
+// advances the automaton: not free).
+TEST(Cli, BenchConstrainedReportsBothKindsAndTheirHostTimePerStep) {
+  REQUIRE_ARBOR();
+  const Output o = run("bench constrained --batch 1 --reps 1 --json");
+  ASSERT_EQ(o.status, 0) << o.out;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["runs"].size(), 1u) << o.out;
+  const auto& r = j["runs"][0];
+  EXPECT_EQ(r["batch"], 1);
+  EXPECT_GT(r["constrained_tokens"].get<int>(), 0) << o.out;
+  EXPECT_EQ(r["constrained_tokens"], r["free_tokens"]) << o.out;
+  for (const char* key : {"free_tokens_per_s", "constrained_tokens_per_s", "free_host_ms_per_step",
+                          "constrained_host_ms_per_step"})
+    EXPECT_GT(r[key].get<double>(), 0.0) << key << " in " << o.out;
+}
+
 TEST(Cli, BenchWorkflowPrefixDocumentsLengthenTheSharedPrefix) {
   REQUIRE_ARBOR();
   const Output o = run("bench workflow --agents 2 --max-tokens 1 --prefix-documents 2 --json");

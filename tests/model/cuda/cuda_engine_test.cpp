@@ -96,6 +96,12 @@ std::unique_ptr<Engine> cuda_engine_with_graphs(const Loaded& m, const char* gra
   return e;
 }
 
+// The steps `engine` ran as graphs since it counted `before`.
+GraphCounts graph_steps_since(const Engine& engine, const GraphCounts& before) {
+  const GraphCounts now = engine.graph_counts();
+  return {now.replayed - before.replayed, now.captured - before.captured};
+}
+
 // Prefill in chunks, then greedy decode of two sequences batched, on both backends.
 // Logits within `tol` everywhere; greedy tokens equal while the CPU's top two differ by
 // more than 2 * tol (a closer call may go either way).
@@ -343,8 +349,7 @@ TEST(CudaEngine, ABatchThatShrinksWithinItsRowBucketKeepsReplayingItsGraph) {
       EXPECT_TRUE(d) << d.error().message;
       logits.push_back(d ? *d : std::vector<float>{});
     }
-    counted = {gpu.engine->graph_counts().replayed - before.replayed,
-               gpu.engine->graph_counts().captured - before.captured};
+    counted = graph_steps_since(*gpu.engine, before);
     for (KvSequence& seq : seqs) release(seq, *gpu.pool);
     EXPECT_EQ(gpu.pool->num_used(), 0);
     return logits;
@@ -410,8 +415,7 @@ TEST(CudaEngine, MaskedTokenRowsDrawUnderEachStepsMaskWhenTheirGraphReplays) {
         drawn.push_back(t);
       }
     }
-    counted = {gpu.engine->graph_counts().replayed - before.replayed,
-               gpu.engine->graph_counts().captured - before.captured};
+    counted = graph_steps_since(*gpu.engine, before);
     for (KvSequence& seq : seqs) release(seq, *gpu.pool);
     EXPECT_EQ(gpu.pool->num_used(), 0);
     return drawn;
