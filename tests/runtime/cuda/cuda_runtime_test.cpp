@@ -90,20 +90,35 @@ TEST(CudaRuntime, ReportsTheDeviceAndGenerates) {
 // A request under a JSON Schema on the device: each step carries its mask and the
 // device draws under it. The synthetic model's vocabulary is 256 byte tokens, an end
 // token and ~49,000 fillers its random weights favour as much as any: only the mask
-// keeps the document to one of the enum's values, closed by the end token.
+// keeps the document to one of the enum's values, closed by the end token. Beside a
+// free request, with steps overlapped (a step holding the schema's row is collected
+// before the next is built) and waiting: the same outputs.
 TEST(CudaRuntime, ASchemaRequestDrawsUnderItsMaskOnTheDevice) {
   ARBOR_REQUIRE_CUDA();
-  auto rt = cuda_runtime();
-  ASSERT_TRUE(rt);
-  GenerateRequest colour = raw("Pick a colour:", 16);
+  GenerateRequest colour = raw("Pick a colour:", 16), free = raw("The quick brown fox", 24);
   colour.json_schema = R"({"enum":["red","green","blue"]})";
-  auto b = rt->generate(colour);
-  ASSERT_TRUE(b) << b.error().describe();
-  ASSERT_TRUE(b->json) << b->text;
-  EXPECT_TRUE(*b->json == "red" || *b->json == "green" || *b->json == "blue") << b->text;
-  EXPECT_EQ(b->text, b->json->dump());
-  EXPECT_EQ(b->finish_reason, FinishReason::stop) << b->text;
-  expect_clean(*rt);
+  std::vector<GenerateResult> outputs;
+  for (bool overlap : {true, false}) {
+    auto rt = cuda_runtime(overlap);
+    ASSERT_TRUE(rt);
+    auto a = rt->start_generate(free);
+    auto b = rt->start_generate(colour);
+    ASSERT_TRUE(a && b) << (a ? b.error().describe() : a.error().describe());
+    auto free_out = a->result();
+    auto colour_out = b->result();
+    ASSERT_TRUE(free_out && colour_out) << (free_out ? colour_out.error().describe() : free_out.error().describe());
+    ASSERT_TRUE(colour_out->json) << colour_out->text;
+    EXPECT_TRUE(*colour_out->json == "red" || *colour_out->json == "green" || *colour_out->json == "blue")
+        << colour_out->text;
+    EXPECT_EQ(colour_out->text, colour_out->json->dump());
+    EXPECT_EQ(colour_out->finish_reason, FinishReason::stop) << colour_out->text;
+    EXPECT_EQ(free_out->generated_tokens, 24u);
+    outputs.push_back(*free_out);
+    outputs.push_back(*colour_out);
+    expect_clean(*rt);
+  }
+  EXPECT_EQ(outputs[0].tokens, outputs[2].tokens) << "the free request, overlapped and waiting";
+  EXPECT_EQ(outputs[1].tokens, outputs[3].tokens) << "the schema's request, overlapped and waiting";
 }
 
 // Overlap on the device: a team's decode steps queued behind each other, greedy rows fed
