@@ -441,7 +441,7 @@ void BatchEngine::collect(Submitted& s) {
 
 void BatchEngine::on_token(Live& l, std::int32_t token) {
   if (token < 0) {
-    fail_live(l, Error{ErrorCode::internal, "sampler returned no token"});
+    fail_live(l, Error{ErrorCode::internal, "the engine drew no token"});
     return;
   }
   if (l.constraint) {

@@ -60,23 +60,22 @@ inline void expect_token_rows_follow_logits(Engine& engine, cache::PagePool& poo
     for (int t = 0; t < new_tokens[i]; ++t) inputs[std::size_t(i)].push_back(TokenId((t * 11 + i) % vocab));
     ASSERT_TRUE(reserve_pages(seqs[i], pool, int(seqs[i].tokens.size()) + new_tokens[i]));
   }
-  const std::vector<TokenMask>* steps_masks = nullptr;
-  auto run = [&](bool with_argmax, StepOutput& out) {
+  // `masks[i]` (empty: none) goes with sequence i's token row when with_argmax.
+  auto run = [&](bool with_argmax, const std::vector<TokenMask>& masks, StepOutput& out) {
     std::vector<SequenceStep> steps;
     for (int i = 0; i < kSeqs; ++i) {
       LogitsMode mode = argmax_modes[i];
       if (!with_argmax && mode == LogitsMode::last_token) mode = LogitsMode::last;
       steps.push_back({inputs[std::size_t(i)], int(seqs[i].tokens.size()), seqs[i].pages, mode, draws[i]});
-      if (steps_masks != nullptr && (*steps_masks)[std::size_t(i)].size() > 0)
-        steps.back().allowed = (*steps_masks)[std::size_t(i)].words();
+      if (with_argmax) steps.back().allowed = masks[std::size_t(i)].words();
     }
     auto ok = engine.forward(steps, pool, out);
     ASSERT_TRUE(ok) << ok.error().message;
   };
   StepOutput logits_only, with_argmax;
-  run(false, logits_only);
-  // Masks for sequence 0 (greedy; its last row is the first output row) and 3 (sampled).
   std::vector<TokenMask> masks(kSeqs);
+  run(false, masks, logits_only);
+  // Masks for sequence 0 (greedy; its last row is the first output row) and 3 (sampled).
   masks[0].resize(vocab);
   const float* first_row = logits_only.logits.data();
   const auto first_argmax = TokenId(std::max_element(first_row, first_row + vocab) - first_row);
@@ -85,8 +84,7 @@ inline void expect_token_rows_follow_logits(Engine& engine, cache::PagePool& poo
   masks[3].resize(vocab);
   for (TokenId t = 0; t < vocab; ++t)
     if ((t * 7) % 5 == 1) masks[3].allow(t);
-  steps_masks = &masks;
-  run(true, with_argmax);
+  run(true, masks, with_argmax);
   ASSERT_TRUE(logits_only.tokens.empty());
   ASSERT_EQ(with_argmax.tokens.size(), 4u);
 
