@@ -6,8 +6,9 @@
 // launched with the smallest that holds the head: registers scale with kLanes, so a
 // 64-wide head does not pay for 256.
 //
-// A tile's shared pass: on tensor cores, one warp per (tile, head, split) holds the
-// tile's 16 queries in shared memory and takes 16 positions at a time (S = Q K^T, the
+// A tile's shared pass: on tensor cores, one block per (tile, query heads of one KV head,
+// split) loads 16 positions' K/V at a time into shared memory once for its warps, one
+// warp a head, each holding the tile's 16 queries as matrix fragments (S = Q K^T, the
 // online softmax of S's rows by lane pairs, O = O * correction + P V); on CUDA cores, the
 // row loop above with each K/V element loaded once for 8 rows of the tile.
 //
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/quant.cuh"
@@ -226,27 +228,32 @@ __global__ void attention_shared_kernel(PagedAttentionBatch b, Plan plan, float*
       st[i].store(state_at(scratch, b, rows[i], h, plan.own.num_splits + s, plan.slots()), lane, b.head_dim);
 }
 
-// One warp's shared memory in the tensor-core pass, for heads of at most kDim elements
-// (rows kDim apart; every array 32-byte aligned, as the warp matrix functions require).
+// A block's shared memory in the tensor-core pass, for heads of at most kDim elements
+// (rows kDim apart; every array 32-byte aligned, as the warp matrix functions require):
+// 16 positions' K and V, read by the block's kHeads warps, and each warp's own arrays.
 template <int kDim>
-struct alignas(32) MmaTileShared {
-  __half q[kMmaRows * kDim];              // the tile's queries (rows past its last: zeros)
-  __half k[kMmaRows * kDim], v[kMmaRows * kDim];  // 16 positions' K and V (past the end: zeros)
-  float o[kMmaRows * kDim];               // each row's unnormalised weighted V sum
-  float s[kMmaRows * kMmaRows];           // scores of the 16 positions
-  __half p[kMmaRows * kMmaRows];          // their softmax weights
+struct alignas(32) MmaWarpShared {
+  float o[kMmaRows * kDim];      // each row's unnormalised weighted V sum (before the first
+                                 // position: the tile's queries in f16, on their way to registers)
+  float s[kMmaRows * kMmaRows];  // scores of the 16 positions
+  __half p[kMmaRows * kMmaRows]; // their softmax weights
 };
-// Warps per block: ~44 KB of shared memory a block whatever the head width.
-template <int kLanes>
-constexpr int kMmaWarps = 8 / kLanes;
+template <int kDim, int kHeads>
+struct alignas(32) MmaBlockShared {
+  __half k[kMmaRows * kDim], v[kMmaRows * kDim];  // past the end: zeros
+  MmaWarpShared<kDim> warp[kHeads];
+};
+// Whether kHeads warps' worth fits in the 48 KB of static shared memory a block may have.
+template <int kLanes, int kHeads>
+constexpr bool mma_block_fits = sizeof(MmaBlockShared<32 * kLanes, kHeads>) <= 48 * 1024;
 
 // K and V of positions t0..t0 + 15 (zeros from `end` on) into shared memory, 8 elements
-// (16 bytes) a load.
-template <int kDim>
+// (16 bytes) a load, by threads `first`, `first + stride`, ...
+template <int kDim, int kHeads>
 __device__ void load_kv_block(const PagedAttentionBatch& b, const std::int32_t* table, int kv_head, int t0, int end,
-                              int lane, MmaTileShared<kDim>& sh) {
+                              int first, int stride, MmaBlockShared<kDim, kHeads>& sh) {
   const int chunks = b.head_dim / 8;
-  for (int e = lane; e < kMmaRows * chunks; e += 32) {
+  for (int e = first; e < kMmaRows * chunks; e += stride) {
     const int j = e / chunks, c = e % chunks, t = t0 + j;
     uint4 k = {0u, 0u, 0u, 0u}, v = {0u, 0u, 0u, 0u};
     if (t < end) {
@@ -260,54 +267,66 @@ __device__ void load_kv_block(const PagedAttentionBatch& b, const std::int32_t* 
   }
 }
 
-// A tile's shared pass on tensor cores: one warp per (tile, head, split). Lanes 2i and
-// 2i + 1 keep row i's running max m and sum l (the same values in both) and each scale
-// half of its 16 scores and of its output sums.
-template <int kLanes>
+// A tile's shared pass on tensor cores: one block per (tile, kHeads query heads of one KV
+// head (GQA), split), one warp per head. The block loads each 16 positions' K and V once
+// for its warps; each warp keeps its tile's queries in registers (as matrix fragments).
+// Lanes 2i and 2i + 1 keep row i's running max m and sum l (the same values in both) and
+// each scale half of its 16 scores and of its output sums.
+template <int kLanes, int kHeads>
 __global__ void attention_shared_mma_kernel(PagedAttentionBatch b, Plan plan, float* scratch) {
   namespace wmma = nvcuda::wmma;
-  constexpr int kDim = 32 * kLanes, kWarps = kMmaWarps<kLanes>;
-  __shared__ MmaTileShared<kDim> shared[kWarps];
+  constexpr int kDim = 32 * kLanes;
+  __shared__ MmaBlockShared<kDim, kHeads> sh;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const std::int64_t item = std::int64_t(blockIdx.x) * kWarps + warp;
   const Split split = plan.shared;
-  if (item >= std::int64_t(b.num_tiles) * b.num_q_heads * split.num_splits) return;
-  MmaTileShared<kDim>& sh = shared[warp];
-  const auto [tile, h, s] = warp_item(item, b.num_q_heads, split.num_splits);
+  const int head_groups = b.num_q_heads / kHeads;
+  if (std::int64_t(blockIdx.x) >= std::int64_t(b.num_tiles) * head_groups * split.num_splits) return;  // the whole block
+  MmaWarpShared<kDim>& mine = sh.warp[warp];
+  const auto [tile, group, s] = warp_item(blockIdx.x, head_groups, split.num_splits);
+  const int h = group * kHeads + warp;  // the block's heads read one KV head: kHeads divides the GQA group
   const int kv_head = h / (b.num_q_heads / b.num_kv_heads), dim = b.head_dim;
   const std::int32_t* rows = b.tile_rows + std::int64_t(tile) * kSharedTileRows;
   const int begin = s * split.positions_per_split;
   const int end = min(b.tile_length[tile], begin + split.positions_per_split);
 
+  // The queries, f16 in `mine.o` for the fragment loads, then o's zeros.
+  __half* q16 = reinterpret_cast<__half*>(mine.o);
   for (int e = lane; e < kMmaRows * dim; e += 32) {
     const int i = e / dim, d = e % dim, r = rows[i];
     const float x = r >= 0 ? b.q[(std::int64_t(r) * b.num_q_heads + h) * dim + d] : 0.f;
-    sh.q[i * kDim + d] = __float2half_rn(fminf(fmaxf(x, -65504.f), 65504.f));  // no infinities
-    sh.o[i * kDim + d] = 0.f;
+    q16[i * kDim + d] = __float2half_rn(fminf(fmaxf(x, -65504.f), 65504.f));  // no infinities
   }
+  __syncwarp();
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> qf[kDim / 16];
+#pragma unroll
+  for (int c = 0; c < kDim / 16; ++c)
+    if (16 * c < dim) wmma::load_matrix_sync(qf[c], q16 + 16 * c, kDim);
+  __syncwarp();
+  for (int e = lane; e < kMmaRows * dim; e += 32) mine.o[e / dim * kDim + e % dim] = 0.f;
+
   const int row = lane / 2, col0 = 8 * (lane % 2);  // this lane's row and first of 8 columns
   float m = -INFINITY, l = 0.f;
   const std::int32_t* table = b.page_table + b.row_table[rows[0]];  // every row's table begins alike
-  for (int t0 = begin; t0 < end; t0 += kMmaRows) {
-    __syncwarp();  // the last block's K, V and P read by every lane
-    load_kv_block(b, table, kv_head, t0, end, lane, sh);
-    __syncwarp();
+  for (int t0 = begin; t0 < end; t0 += kMmaRows) {  // the same blocks for every warp
+    __syncthreads();  // every warp done with the last block's K and V (and its own P and O)
+    load_kv_block(b, table, kv_head, t0, end, threadIdx.x, kHeads * 32, sh);
+    __syncthreads();
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> scores;
     wmma::fill_fragment(scores, 0.f);
-    for (int d0 = 0; d0 < dim; d0 += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> qf;
+#pragma unroll
+    for (int c = 0; c < kDim / 16; ++c) {
+      if (16 * c >= dim) break;
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> kf;  // K^T
-      wmma::load_matrix_sync(qf, sh.q + d0, kDim);
-      wmma::load_matrix_sync(kf, sh.k + d0, kDim);
-      wmma::mma_sync(scores, qf, kf, scores);
+      wmma::load_matrix_sync(kf, sh.k + 16 * c, kDim);
+      wmma::mma_sync(scores, qf[c], kf, scores);
     }
-    wmma::store_matrix_sync(sh.s, scores, kMmaRows, wmma::mem_row_major);
+    wmma::store_matrix_sync(mine.s, scores, kMmaRows, wmma::mem_row_major);
     __syncwarp();
     // Online softmax of this lane's 8 scores; position t0 < end keeps m finite.
     float x[8], block_max = -INFINITY;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      x[j] = t0 + col0 + j < end ? sh.s[row * kMmaRows + col0 + j] * b.scale : -INFINITY;
+      x[j] = t0 + col0 + j < end ? mine.s[row * kMmaRows + col0 + j] * b.scale : -INFINITY;
       block_max = fmaxf(block_max, x[j]);
     }
     const float m_new = fmaxf(m, fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, 1)));
@@ -316,29 +335,29 @@ __global__ void attention_shared_mma_kernel(PagedAttentionBatch b, Plan plan, fl
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const __half p = __float2half_rn(expf(x[j] - m_new));
-      sh.p[row * kMmaRows + col0 + j] = p;
+      mine.p[row * kMmaRows + col0 + j] = p;
       sum += __half2float(p);  // the weight the product uses
     }
     l = l * correction + sum + __shfl_xor_sync(0xffffffffu, sum, 1);
     m = m_new;
-    for (int d = lane % 2; d < dim; d += 2) sh.o[row * kDim + d] *= correction;
+    for (int d = lane % 2; d < dim; d += 2) mine.o[row * kDim + d] *= correction;
     __syncwarp();
     wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> pf;
-    wmma::load_matrix_sync(pf, sh.p, kMmaRows);
+    wmma::load_matrix_sync(pf, mine.p, kMmaRows);
     for (int d0 = 0; d0 < dim; d0 += 16) {
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> vf;
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;
       wmma::load_matrix_sync(vf, sh.v + d0, kDim);
-      wmma::load_matrix_sync(of, sh.o + d0, kDim, wmma::mem_row_major);
+      wmma::load_matrix_sync(of, mine.o + d0, kDim, wmma::mem_row_major);
       wmma::mma_sync(of, pf, vf, of);
-      wmma::store_matrix_sync(sh.o + d0, of, kDim, wmma::mem_row_major);
+      wmma::store_matrix_sync(mine.o + d0, of, kDim, wmma::mem_row_major);
     }
   }
   __syncwarp();
   const int slot = plan.own.num_splits + s;
   for (int e = lane; e < kMmaRows * dim; e += 32) {
     const int i = e / dim, d = e % dim;
-    if (rows[i] >= 0) state_at(scratch, b, rows[i], h, slot, plan.slots())[d] = sh.o[i * kDim + d];
+    if (rows[i] >= 0) state_at(scratch, b, rows[i], h, slot, plan.slots())[d] = mine.o[i * kDim + d];
   }
   if (lane % 2 == 0 && rows[row] >= 0) {
     float* state = state_at(scratch, b, rows[row], h, slot, plan.slots());
@@ -382,37 +401,55 @@ __global__ void attention_merge_kernel(PagedAttentionBatch b, Plan plan, const f
   }
 }
 
-unsigned blocks_for(std::int64_t warps, int warps_per_block = kWarpsPerBlock) {
-  return unsigned((warps + warps_per_block - 1) / warps_per_block);
-}
+unsigned blocks_for(std::int64_t warps) { return unsigned((warps + kWarpsPerBlock - 1) / kWarpsPerBlock); }
 
-// Query heads a warp of the own pass takes (kGroup): the most of 4, 3, 2 that divides the
-// heads sharing a KV head and keeps kGroup * kLanes <= 16 floats of queries a lane.
+using AttentionKernel = void (*)(PagedAttentionBatch, Plan, float*);
+
+// A pass whose kernels take kHeads query heads of one KV head (a warp's or a block's):
+// whether kHeads fit, and the kernel.
 template <int kLanes>
-int heads_per_warp(const PagedAttentionBatch& b) {
+struct OwnPass {  // heads a warp: at most 16 floats of queries a lane
+  template <int kHeads>
+  static constexpr bool fits = kHeads * kLanes <= 16;
+  template <int kHeads>
+  static AttentionKernel kernel() { return &attention_split_kernel<kLanes, kHeads>; }
+};
+template <int kLanes>
+struct SharedMmaPass {  // heads a block: its static shared memory
+  template <int kHeads>
+  static constexpr bool fits = mma_block_fits<kLanes, kHeads>;
+  template <int kHeads>
+  static AttentionKernel kernel() { return &attention_shared_mma_kernel<kLanes, kHeads>; }
+};
+
+// The most of 4, 3, 2 heads that divides the heads reading one KV head and that Pass
+// fits (else 1), with its kernel; kernels never picked are not instantiated.
+template <class Pass>
+std::pair<int, AttentionKernel> heads_and_kernel(const PagedAttentionBatch& b) {
   const int group = b.num_q_heads / b.num_kv_heads;
-  for (int g : {4, 3, 2})
-    if (group % g == 0 && g * kLanes <= 16) return g;
-  return 1;
+  if constexpr (Pass::template fits<4>)
+    if (group % 4 == 0) return {4, Pass::template kernel<4>()};
+  if constexpr (Pass::template fits<3>)
+    if (group % 3 == 0) return {3, Pass::template kernel<3>()};
+  if constexpr (Pass::template fits<2>)
+    if (group % 2 == 0) return {2, Pass::template kernel<2>()};
+  return {1, Pass::template kernel<1>()};
 }
 
-// The own pass's kernel for kGroup heads a warp; combinations heads_per_warp never picks
-// are not instantiated.
-template <int kLanes, int kGroup>
-constexpr auto split_kernel() {
-  if constexpr (kGroup * kLanes <= 16) return &attention_split_kernel<kLanes, kGroup>;
-  else return &attention_split_kernel<kLanes, 1>;
-}
-
-// The own pass with `heads` heads a warp.
+// The own pass: a warp per (row, heads, split).
 template <int kLanes>
-void launch_split(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, int heads, cudaStream_t stream) {
-  auto* kernel = heads == 4   ? split_kernel<kLanes, 4>()
-                 : heads == 3 ? split_kernel<kLanes, 3>()
-                 : heads == 2 ? split_kernel<kLanes, 2>()
-                              : split_kernel<kLanes, 1>();
+void launch_split(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, cudaStream_t stream) {
+  const auto [heads, kernel] = heads_and_kernel<OwnPass<kLanes>>(batch);
   const std::int64_t warps = std::int64_t(batch.num_rows) * (batch.num_q_heads / heads) * plan.own.num_splits;
   kernel<<<blocks_for(warps), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
+}
+
+// The tensor-core shared pass: a block per (tile, heads, split), a warp a head.
+template <int kLanes>
+void launch_shared_mma(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, cudaStream_t stream) {
+  const auto [heads, kernel] = heads_and_kernel<SharedMmaPass<kLanes>>(batch);
+  const std::int64_t blocks = std::int64_t(batch.num_tiles) * (batch.num_q_heads / heads) * plan.shared.num_splits;
+  kernel<<<unsigned(blocks), heads * 32, 0, stream>>>(batch, plan, scratch);
 }
 
 // The three passes for heads of at most 32 * kLanes elements. (Kernel pointers first:
@@ -420,17 +457,15 @@ void launch_split(const PagedAttentionBatch& batch, const Plan& plan, float* scr
 template <int kLanes>
 void launch(const PagedAttentionBatch& batch, const Plan& plan, float* scratch, cudaStream_t stream) {
   auto* shared_kernel = &attention_shared_kernel<kLanes>;
-  auto* shared_mma_kernel = &attention_shared_mma_kernel<kLanes>;
   auto* merge_kernel = &attention_merge_kernel<kLanes>;
   const std::int64_t items = std::int64_t(batch.num_rows) * batch.num_q_heads;
-  launch_split<kLanes>(batch, plan, scratch, heads_per_warp<kLanes>(batch), stream);
+  launch_split<kLanes>(batch, plan, scratch, stream);
   if (plan.shared.num_splits > 0) {
-    const std::int64_t tile_items = std::int64_t(batch.num_tiles) * batch.num_q_heads * plan.shared.num_splits;
     if (shared_pass_uses_tensor_cores(batch)) {
-      constexpr int warps = kMmaWarps<kLanes>;
-      shared_mma_kernel<<<blocks_for(tile_items, warps), warps * 32, 0, stream>>>(batch, plan, scratch);
+      launch_shared_mma<kLanes>(batch, plan, scratch, stream);
     } else {
-      const std::int64_t warps = tile_items * (kSharedTileRows / kCoreTileRows);
+      const std::int64_t warps = std::int64_t(batch.num_tiles) * batch.num_q_heads * plan.shared.num_splits *
+                                 (kSharedTileRows / kCoreTileRows);
       shared_kernel<<<blocks_for(warps), kWarpsPerBlock * 32, 0, stream>>>(batch, plan, scratch);
     }
   }

@@ -220,6 +220,19 @@ TEST(CudaAttention, DecodeRowsSharingPrefixPagesReadThemOncePerTile) {
   run_case({4, 2, 200, 16, {{50, 1}, {51, 1, 0, 3}, {60, 1, 0, 3}}}, 20, true);  // head_dim 200: 8 a lane
 }
 
+// The tensor-core pass gives a block the query heads of one KV head, as many of 4, 3, 2
+// as divide the group and fit its shared memory (above: 3 and 4 heads a block): here 2
+// heads (groups of 2, heads of 64 and 128 elements), and one (MHA; a 256-wide head, where
+// 2 do not fit).
+TEST(CudaAttention, SharedPassBlocksOfHeadsOfOneKvHeadMatchReference) {
+  ARBOR_REQUIRE_CUDA();
+  const std::vector<Sequence> seqs = {{90, 1}, {95, 1, 0, 5}, {100, 1, 0, 5}, {40, 3, 0, 2}};
+  run_case({8, 4, 64, 16, seqs}, 28, true);
+  run_case({6, 3, 128, 16, seqs}, 29, true);
+  run_case({4, 4, 64, 16, seqs}, 30, true);
+  run_case({4, 2, 256, 16, seqs}, 31, true);
+}
+
 // The planner alone: tiles hold 2..kSharedTileRows rows with the pages they all share
 // and all see in full; other rows start at 0.
 TEST(SharedPrefixPlan, TilesRowsByTheirLongestCommonLeadingPages) {
