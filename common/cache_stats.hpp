@@ -56,6 +56,7 @@ struct CacheStats : TokenUsage {
   // reservation, sampling) that the device waits on: what overlapping steps would hide.
   std::uint64_t batched_steps = 0;
   double step_seconds = 0, forward_seconds = 0;
+  double host_seconds() const { return step_seconds - forward_seconds; }
   // Of those steps, the ones a device engine ran as graphs: replayed as captured before
   // (one launch call on the host), or captured (model::GraphCounts).
   std::uint64_t graph_steps_replayed = 0, graph_steps_captured = 0;

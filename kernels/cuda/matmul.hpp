@@ -35,7 +35,7 @@
 namespace arbor::kernels::cuda {
 
 inline constexpr int kGemvMaxRows = 8;
-inline constexpr int kQuantizedGemmMaxRows = 64;  // a multiple of 16 (WMMA fragments)
+inline constexpr int kQuantizedGemmMaxRows = 128;  // a multiple of 16 (WMMA fragments)
 inline constexpr int kMaxGroupedMatrices = 3;
 
 // One matrix of a group and where its product goes: y [m][w.rows].

@@ -76,41 +76,48 @@ __global__ void gemv_group_kernel(TargetGroup group, const float* __restrict__ x
 }
 
 // The tensor-core GEMM: a block of kGemmWarps warps takes kGemmTileRows output features
-// (16 per warp) and all m <= kQuantizedGemmMaxRows activation rows (one 16-wide
-// accumulator fragment per 16 rows), and walks the inner dimension kGemmDepth values (4
-// quant blocks) a stage: the stage's weight blocks are dequantized to f16 in shared memory
-// (two per thread), the activations' f16 values copied beside them in 128-bit loads, then
-// each warp multiplies its 16 rows by every fragment of activations in 16x16x16 WMMA steps
+// (16 per warp) and all m <= 16 kFragments activation rows (one 16-wide accumulator
+// fragment per 16 rows), and walks the inner dimension kGemmDepth values (4 quant blocks)
+// a stage: the stage's weight blocks are dequantized to f16 in shared memory (two per
+// thread), the activations' f16 values copied beside them in 128-bit loads, then each
+// warp multiplies its 16 rows by every fragment of activations in 16x16x16 WMMA steps
 // (f16 products, f32 sums). Past the last row or block the tiles hold zeros. The weights
-// are read once per call.
+// are read and dequantized once per call, however many rows. Instantiated for 64 and
+// kQuantizedGemmMaxRows rows (the accumulators are registers: a 64-row product does not
+// pay for 128).
 constexpr int kGemmWarps = 2;
 constexpr int kGemmTileRows = 16 * kGemmWarps;
 constexpr int kGemmDepth = 128;
 constexpr int kGemmLd = kGemmDepth + 8;  // halves a tile row: 272 bytes, a multiple of 16
-constexpr int kGemmFragments = kQuantizedGemmMaxRows / 16;
 constexpr int kGemmThreads = 32 * kGemmWarps;
 
-// A stage's tiles and the block's results; WMMA pointers must be 256-bit aligned (every
-// tile size here is a multiple of 32 bytes).
+// A stage's tiles, then the block's results in the activations' place; WMMA pointers
+// must be 256-bit aligned (every tile size here is a multiple of 32 bytes).
+template <int kFragments>
 struct alignas(32) GemmShared {
+  static constexpr int kRows = 16 * kFragments;
   __half weights[kGemmTileRows * kGemmLd];
-  __half acts[kQuantizedGemmMaxRows * kGemmLd];
-  float out[kGemmTileRows * kQuantizedGemmMaxRows];
+  union {
+    __half acts[kRows * kGemmLd];           // during the stages
+    float out[kGemmTileRows * kRows];       // after the last
+  };
 };
+static_assert(sizeof(GemmShared<kQuantizedGemmMaxRows / 16>) <= 48 * 1024, "static shared memory of a block");
 
+template <int kFragments>
 __global__ void gemm_quantized_kernel(DeviceMatrix w, const __half* __restrict__ x, int m, float* __restrict__ y) {
   namespace wmma = nvcuda::wmma;
-  __shared__ GemmShared shared;
+  constexpr int kRows = GemmShared<kFragments>::kRows;
+  __shared__ GemmShared<kFragments> shared;
   __half* weights = shared.weights;
   __half* acts = shared.acts;
-  float* out = shared.out;
   const int warp = threadIdx.x / 32, tid = threadIdx.x, fragments = (m + 15) / 16;
   const std::int64_t row0 = std::int64_t(blockIdx.x) * kGemmTileRows, num_blocks = w.cols / 32;
   // A chunk: 8 halves, one 128-bit load; 4 of them a quant block.
   constexpr int kBlocksPerStage = kGemmDepth / 32, kChunksPerRow = kGemmDepth / 8, kChunksPerBlock = 4;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kGemmFragments];
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kFragments];
 #pragma unroll
-  for (int j = 0; j < kGemmFragments; ++j) wmma::fill_fragment(acc[j], 0.f);
+  for (int j = 0; j < kFragments; ++j) wmma::fill_fragment(acc[j], 0.f);
   for (std::int64_t b0 = 0; b0 < num_blocks; b0 += kBlocksPerStage) {
     for (int e = tid; e < kGemmTileRows * kBlocksPerStage; e += kGemmThreads) {
       const int r = e / kBlocksPerStage, k = e % kBlocksPerStage;
@@ -133,24 +140,23 @@ __global__ void gemm_quantized_kernel(DeviceMatrix w, const __half* __restrict__
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
       wmma::load_matrix_sync(a, weights + warp * 16 * kGemmLd + kk, kGemmLd);
 #pragma unroll
-      for (int j = 0; j < kGemmFragments; ++j) {
+      for (int j = 0; j < kFragments; ++j) {
         if (j >= fragments) break;
         wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> b;
         wmma::load_matrix_sync(b, acts + j * 16 * kGemmLd + kk, kGemmLd);
         wmma::mma_sync(acc[j], a, b, acc[j]);
       }
     }
-    __syncthreads();
+    __syncthreads();  // the stage read by every warp (and, after the last, acts free for out)
   }
+  float* out = shared.out;
 #pragma unroll
-  for (int j = 0; j < kGemmFragments; ++j)
-    if (j < fragments)
-      wmma::store_matrix_sync(out + warp * 16 * kQuantizedGemmMaxRows + j * 16, acc[j], kQuantizedGemmMaxRows,
-                              wmma::mem_row_major);
+  for (int j = 0; j < kFragments; ++j)
+    if (j < fragments) wmma::store_matrix_sync(out + warp * 16 * kRows + j * 16, acc[j], kRows, wmma::mem_row_major);
   __syncthreads();
   for (int e = tid; e < kGemmTileRows * m; e += kGemmThreads) {
     const int i = e / kGemmTileRows, r = e % kGemmTileRows;  // r fastest: contiguous writes of y's row i
-    if (row0 + r < w.rows) y[std::int64_t(i) * w.rows + row0 + r] = out[r * kQuantizedGemmMaxRows + i];
+    if (row0 + r < w.rows) y[std::int64_t(i) * w.rows + row0 + r] = out[r * kRows + i];
   }
 }
 
@@ -202,7 +208,8 @@ void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x
 
 void gemm_quantized(const DeviceMatrix& w, const __half* x, int m, float* y, cudaStream_t stream) {
   const unsigned grid = unsigned((w.rows + kGemmTileRows - 1) / kGemmTileRows);
-  if (grid > 0 && m > 0) gemm_quantized_kernel<<<grid, kGemmThreads, 0, stream>>>(w, x, m, y);
+  auto* kernel = m <= 64 ? &gemm_quantized_kernel<4> : &gemm_quantized_kernel<kQuantizedGemmMaxRows / 16>;
+  if (grid > 0 && m > 0) kernel<<<grid, kGemmThreads, 0, stream>>>(w, x, m, y);
 }
 
 void dequantize_rows_half(const DeviceMatrix& w, std::int64_t row_begin, std::int64_t row_end, __half* out,

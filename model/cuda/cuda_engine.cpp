@@ -56,6 +56,11 @@ Result<void> cuda_ok(cudaError_t e, const char* what) {
 // rounded up to kPositionBucket (the kernels stop at each row's own length).
 constexpr int kPositionBucket = 256;
 
+// Each slot's drawn-token buffer holds this many rows from the start (allocated in init),
+// so that its address, the next step's future-token argument, stays put: a graph
+// captured before a slot's first token step replays after it.
+constexpr std::size_t kTokenRowsReserved = 256;
+
 struct StepPlan {
   std::vector<std::int32_t> ints;
   int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0, num_masked = 0;
@@ -218,9 +223,11 @@ class CudaEngine final : public Engine {
       return ok;
     std::string error;
     if (!matmul_.init(stream_, &error)) return fail(ErrorCode::internal, "CUDA engine: " + error);
-    for (StepSlot& slot : slots_)
+    for (StepSlot& slot : slots_) {
       if (auto ok = cuda_ok(cudaEventCreateWithFlags(&slot.done, cudaEventDisableTiming), "cudaEventCreate"); !ok)
         return ok;
+      if (auto ok = grow(slot.tokens, kTokenRowsReserved * sizeof(std::int32_t)); !ok) return ok;
+    }
     auto uploaded = CudaWeights::upload(config_, weights);
     if (!uploaded) return std::unexpected(uploaded.error());
     weights_ = std::move(*uploaded);

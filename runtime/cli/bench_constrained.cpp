@@ -81,8 +81,7 @@ Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool con
   }
   pass.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   const CacheStats after = rt.cache_stats();
-  const double host_seconds =
-      (after.step_seconds - before.step_seconds) - (after.forward_seconds - before.forward_seconds);
+  const double host_seconds = after.host_seconds() - before.host_seconds();
   if (after.batched_steps > before.batched_steps)
     pass.host_ms_per_step = 1000.0 * host_seconds / double(after.batched_steps - before.batched_steps);
   return pass;

@@ -84,7 +84,7 @@ Result<Figures> run_once(RuntimeConfig config, int num_agents, int max_tokens, i
   f.wall_ms = run.wall_ms;
   f.usage() = stats.usage();
   f.computed_tokens += stats.warmup_tokens;  // all prefill work
-  const double host_seconds = stats.step_seconds - stats.forward_seconds;
+  const double host_seconds = stats.host_seconds();
   if (stats.batched_steps > 0) f.host_ms_per_step = 1000.0 * host_seconds / double(stats.batched_steps);
   if (stats.step_seconds > 0) f.host_share = host_seconds / stats.step_seconds;
   f.graph_steps_replayed = stats.graph_steps_replayed;

@@ -74,9 +74,9 @@ TEST_F(CudaMatmul, EveryTypeAndRowCountMatchesTheReference) {
       const WeightMatrix host{type, bytes.data(), rows, cols};
       DeviceBuffer d_w;
       const DeviceMatrix w = upload(type, bytes, rows, cols, d_w);
-      // GEMV (<= 8 rows), tensor-core GEMM (9..64, fragments partly and wholly past m),
-      // f16 tiles + cuBLAS (65 on).
-      for (std::int64_t m : {1, 3, 8, 9, 37, 64, 65, 100}) {
+      // GEMV (<= 8 rows), tensor-core GEMM (9..64 and 65..128: its two instances,
+      // fragments partly and wholly past m), f16 tiles + cuBLAS (129 on).
+      for (std::int64_t m : {1, 3, 8, 9, 37, 64, 65, 100, 128, 129}) {
         const auto x = random_floats(rng, std::size_t(m * cols));
         auto d_x = to_device(x);
         DeviceBuffer d_y = to_device(std::vector<float>(std::size_t(m * rows)));
@@ -185,7 +185,7 @@ TEST_F(CudaMatmul, HalfGemmSaturatesActivationsAndAccumulatesInF32) {
   DeviceBuffer d_w;
   const DeviceMatrix w = upload(GgmlType::Q8_0, bytes, rows, cols, d_w);
   const WeightMatrix host{GgmlType::Q8_0, bytes.data(), rows, cols};
-  for (const std::int64_t m : {kGemvMaxRows + 1, kQuantizedGemmMaxRows + 1}) {  // both f16 paths
+  for (const std::int64_t m : {kGemvMaxRows + 1, kQuantizedGemmMaxRows, kQuantizedGemmMaxRows + 1}) {  // f16 paths
     SCOPED_TRACE("m " + std::to_string(m));
     std::vector<float> x(std::size_t(m * cols), 1000.f);
     x[0] = 1e6f;  // row 0, column 0: saturates to 65504
