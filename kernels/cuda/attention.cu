@@ -233,10 +233,11 @@ __global__ void attention_shared_kernel(PagedAttentionBatch b, Plan plan, float*
 // 16 positions' K and V, read by the block's kHeads warps, and each warp's own arrays.
 template <int kDim>
 struct alignas(32) MmaWarpShared {
-  float o[kMmaRows * kDim];      // each row's unnormalised weighted V sum (before the first
-                                 // position: the tile's queries in f16, on their way to registers)
-  float s[kMmaRows * kMmaRows];  // scores of the 16 positions
-  __half p[kMmaRows * kMmaRows]; // their softmax weights
+  // Each row's unnormalised weighted V sum (before the first position: the tile's
+  // queries in f16, on their way to registers).
+  float o[kMmaRows * kDim];
+  float s[kMmaRows * kMmaRows];   // scores of the 16 positions
+  __half p[kMmaRows * kMmaRows];  // their softmax weights
 };
 template <int kDim, int kHeads>
 struct alignas(32) MmaBlockShared {
@@ -280,7 +281,8 @@ __global__ void attention_shared_mma_kernel(PagedAttentionBatch b, Plan plan, fl
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const Split split = plan.shared;
   const int head_groups = b.num_q_heads / kHeads;
-  if (std::int64_t(blockIdx.x) >= std::int64_t(b.num_tiles) * head_groups * split.num_splits) return;  // the whole block
+  // The whole block returns, or none of it (its __syncthreads).
+  if (std::int64_t(blockIdx.x) >= std::int64_t(b.num_tiles) * head_groups * split.num_splits) return;
   MmaWarpShared<kDim>& mine = sh.warp[warp];
   const auto [tile, group, s] = warp_item(blockIdx.x, head_groups, split.num_splits);
   const int h = group * kHeads + warp;  // the block's heads read one KV head: kHeads divides the GQA group
@@ -307,7 +309,8 @@ __global__ void attention_shared_mma_kernel(PagedAttentionBatch b, Plan plan, fl
   const int row = lane / 2, col0 = 8 * (lane % 2);  // this lane's row and first of 8 columns
   float m = -INFINITY, l = 0.f;
   const std::int32_t* table = b.page_table + b.row_table[rows[0]];  // every row's table begins alike
-  for (int t0 = begin; t0 < end; t0 += kMmaRows) {  // the same blocks for every warp
+  // The same positions for every warp of the block.
+  for (int t0 = begin; t0 < end; t0 += kMmaRows) {
     __syncthreads();  // every warp done with the last block's K and V (and its own P and O)
     load_kv_block(b, table, kv_head, t0, end, threadIdx.x, kHeads * 32, sh);
     __syncthreads();

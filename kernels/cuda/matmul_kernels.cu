@@ -98,8 +98,8 @@ struct alignas(32) GemmShared {
   static constexpr int kRows = 16 * kFragments;
   __half weights[kGemmTileRows * kGemmLd];
   union {
-    __half acts[kRows * kGemmLd];           // during the stages
-    float out[kGemmTileRows * kRows];       // after the last
+    __half acts[kRows * kGemmLd];      // during the stages
+    float out[kGemmTileRows * kRows];  // after the last
   };
 };
 static_assert(sizeof(GemmShared<kQuantizedGemmMaxRows / 16>) <= 48 * 1024, "static shared memory of a block");
