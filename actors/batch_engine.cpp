@@ -304,15 +304,18 @@ void BatchEngine::trace_step(const BatchShape& batch, std::size_t admitted, std:
 }
 
 BatchEngine::BatchShape BatchEngine::run_batch() {
-  // Without overlap, and when the next step's masks need the tokens of the step in flight,
-  // that step is collected first; otherwise it stays in flight while the next is built
-  // and queued behind it, and is collected after.
-  if (in_flight_ && (!overlap_ || has_constrained_rows(*in_flight_))) collect_in_flight();
+  // With overlap, the step in flight stays so while the next is built and queued behind
+  // it, and is collected after; then the next step's late masks (its constrained rows
+  // whose token is in flight) follow from the tokens just collected. Without overlap,
+  // each step is collected before the next is built.
   Submitted next = schedule();
   const BatchShape shape = next.shape;
   const bool queued = !next.rows.empty() && submit(next);
   if (in_flight_) collect_in_flight();
-  if (queued) in_flight_ = std::move(next);
+  if (queued) {
+    supply_late_masks(next);
+    in_flight_ = std::move(next);
+  }
   if (!overlap_ && in_flight_) collect_in_flight();
   return shape;
 }
@@ -322,7 +325,8 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
 // will have computed: its next prefill chunk, or (when that step draws its next token
 // where the logits are) a decode row whose token is that future token. Every row that
 // ends a prompt or decodes returns its token, drawn by the engine (model/token_draw.hpp,
-// the sampler's rule) with the sequence's JSON Schema mask when it has one.
+// the sampler's rule) with the sequence's JSON Schema mask when it has one: known now,
+// or, after a future token, supplied once that token is collected (mask_later).
 BatchEngine::Submitted BatchEngine::schedule() {
   Submitted next;
   int budget = config_.max_step_tokens;
@@ -332,8 +336,10 @@ BatchEngine::Submitted BatchEngine::schedule() {
       step.logits = model::LogitsMode::last_token;
       step.draw = l.sampler->next_draw();  // one RNG step per token
       // The mask of the constraint's state after the sequence's last token: the
-      // constraint is not touched again before this step is collected.
-      if (l.constraint) step.allowed = l.constraint->allowed().words();
+      // constraint is not touched again before this step is collected. After a future
+      // token, that state is known once the step in flight is collected.
+      if (l.constraint && l.future) step.mask_later = true;
+      else if (l.constraint) step.allowed = l.constraint->allowed().words();
     }
     next.steps.push_back(step);
     next.rows.push_back(&l);
@@ -365,10 +371,23 @@ BatchEngine::Submitted BatchEngine::schedule() {
   return next;
 }
 
-bool BatchEngine::has_constrained_rows(const Submitted& s) {
-  for (std::size_t i = 0; i < s.rows.size(); ++i)
-    if (s.rows[i]->p.done && !s.steps[i].allowed.empty()) return true;
-  return false;
+// The masks of the step's mask_later rows, its constraints now past the token the row
+// feeds (collected with the step before). A row whose sequence has finished or failed
+// meanwhile draws unmasked: its token is dropped. If the engine refuses them, the
+// step's sequences fail (the step is still collected, with an error).
+void BatchEngine::supply_late_masks(Submitted& s) {
+  std::vector<std::span<const std::uint64_t>> masks;
+  for (std::size_t i = 0; i < s.rows.size(); ++i) {
+    if (!s.steps[i].mask_later) continue;
+    Live& l = *s.rows[i];
+    masks.push_back(l.p.done ? l.constraint->allowed().words() : std::span<const std::uint64_t>());
+  }
+  if (masks.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const auto ok = config_.engine->supply_masks(masks);
+  forward_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ok)
+    for (Live* l : s.rows) fail_live(*l, ok.error());
 }
 
 // Queues the step on the engine; on failure its sequences fail and false. Each row's

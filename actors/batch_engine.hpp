@@ -36,8 +36,9 @@
 //   N+1 have queued it on the engine behind N: the host's work hides behind the device's.
 //   A sequence's row in N+1 takes its token from what N draws on the device, greedy or
 //   sampled (model::future_token). A row under a JSON Schema draws with its mask on the
-//   engine too, but its next mask needs its token on the host: a step with such rows is
-//   collected before the next is built. Tokens reach callbacks a step later.
+//   engine too; when its token is a future one, its mask (which follows that token) is
+//   supplied once N is collected (Engine::supply_masks): N+1's forward runs meanwhile,
+//   only its draws wait. Tokens reach callbacks a step later.
 // Tool pins (SeqRequest::pin_ttl_ms, release_pin): a request that asks for one leaves
 // its computed history pinned when it finishes, for pin_ttl_ms, while the agent's tool
 // runs; the continuation request releases it once admitted (its own lock then holds
@@ -237,9 +238,7 @@ class BatchEngine {
   BatchShape run_batch();
   Submitted schedule();
   bool submit(Submitted& s);
-  // Whether a row of `s` draws under a JSON Schema's mask: the next mask of its sequence
-  // needs that token on the host.
-  static bool has_constrained_rows(const Submitted& s);
+  void supply_late_masks(Submitted& s);
   void collect(Submitted& s);
   void collect_in_flight();
   // One debug line per step (common/log.hpp): the batch, the queue, cache hits and

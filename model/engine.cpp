@@ -37,6 +37,9 @@ Result<void> Engine::check_batch(std::span<const SequenceStep> batch, const cach
                   where + "a token mask needs LogitsMode::last_token and " +
                       std::to_string(token_mask_words(c.vocab_size)) + " words (one bit per token of the " +
                       std::to_string(c.vocab_size) + "-token vocabulary); got " + std::to_string(s.allowed.size()));
+    if (s.mask_later && (s.logits != LogitsMode::last_token || !s.allowed.empty()))
+      return fail(ErrorCode::invalid_argument,
+                  where + "mask_later needs LogitsMode::last_token and no mask of its own (`allowed` empty)");
     const std::int64_t end = std::int64_t(s.start_pos) + std::int64_t(s.tokens.size());
     if (s.start_pos < 0 || end > c.context_length)
       return fail(ErrorCode::too_long, where + "positions up to " + std::to_string(end) +
@@ -66,6 +69,8 @@ Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool
   if (submitted_.size() >= kMaxStepsInFlight)
     return fail(ErrorCode::internal, "engine: " + std::to_string(kMaxStepsInFlight) +
                                                     " steps are submitted and not collected; collect one first");
+  if (!deferred_.empty())
+    return fail(ErrorCode::internal, "engine: the step submitted last waits for its masks; supply_masks() first");
   if (auto ok = check_batch(batch, kv, previous_tokens_.size()); !ok) return ok;
   // Future tokens become the ids they stand for: this host engine has them already.
   std::vector<std::vector<TokenId>> resolved(batch.size());
@@ -77,6 +82,7 @@ Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool
       if (is_future_token(t)) t = previous_tokens_[future_index(t)];
     steps[i].tokens = resolved[i];
   }
+  defer_draws(steps);
   // Outputs reuse the buffers collect() took back, so a step allocates no logits anew.
   StepOutput out;
   if (!spare_.empty()) {
@@ -84,16 +90,88 @@ Result<void> Engine::submit(std::span<const SequenceStep> batch, cache::PagePool
     spare_.pop_back();
   }
   if (auto ok = forward(steps, kv, out); !ok) {
+    deferred_.clear();
     spare_.push_back(std::move(out));
     return ok;
   }
-  previous_tokens_ = out.tokens;
+  previous_tokens_ = out.tokens;  // with draws deferred, supply_masks() sets them
   submitted_.push_back(std::move(out));
+  return {};
+}
+
+// With a row waiting for its mask, every token row of the step keeps its logits
+// (LogitsMode::last) and its draw is noted, its own mask copied: supply_masks() draws.
+void Engine::defer_draws(std::span<SequenceStep> steps) {
+  if (std::none_of(steps.begin(), steps.end(), [](const SequenceStep& s) { return s.mask_later; })) return;
+  deferred_.resize(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    SequenceStep& s = steps[i];
+    DeferredRow& row = deferred_[i];
+    row = {output_rows(s), s.logits == LogitsMode::last_token, s.mask_later, s.draw, {}};
+    if (!row.token) continue;
+    row.mask.assign(s.allowed.begin(), s.allowed.end());
+    s.logits = LogitsMode::last;
+    s.allowed = {};
+    s.mask_later = false;
+  }
+}
+
+Result<void> Engine::supply_masks(std::span<const std::span<const std::uint64_t>> masks) {
+  if (deferred_.empty())
+    return fail(ErrorCode::internal, "engine: supply_masks() without a submitted step waiting for masks");
+  const std::size_t late = std::size_t(
+      std::count_if(deferred_.begin(), deferred_.end(), [](const DeferredRow& r) { return r.late; }));
+  const std::size_t words = token_mask_words(config().vocab_size);
+  if (auto ok = check_late_masks(masks, late, words); !ok) return ok;
+  // The step's outputs as it would have returned them: the other rows' logits, and a
+  // token for each token row, drawn over its mask.
+  StepOutput& out = submitted_.back();
+  const std::size_t vocab = std::size_t(config().vocab_size);
+  std::vector<float> logits;
+  std::vector<TokenId> tokens;
+  std::size_t at = 0, next_mask = 0;
+  for (DeferredRow& row : deferred_) {
+    const std::span<float> row_logits(out.logits.data() + at * vocab, row.outputs * vocab);
+    at += row.outputs;
+    if (!row.token) {
+      logits.insert(logits.end(), row_logits.begin(), row_logits.end());
+      continue;
+    }
+    const std::span<const std::uint64_t> mask = row.late ? masks[next_mask++] : std::span(row.mask);
+    if (!mask.empty()) apply_token_mask(mask, row_logits);
+    tokens.push_back(draw_token(row_logits, row.draw, draw_scratch_));
+  }
+  out.logits = std::move(logits);
+  out.tokens = std::move(tokens);
+  previous_tokens_ = out.tokens;
+  deferred_.clear();
+  return {};
+}
+
+Result<void> Engine::check_late_masks(std::span<const std::span<const std::uint64_t>> masks, std::size_t late,
+                                      std::size_t words) {
+  if (masks.size() != late)
+    return fail(ErrorCode::invalid_argument, "engine: supply_masks() got " + std::to_string(masks.size()) +
+                                                 " masks for the " + std::to_string(late) +
+                                                 " rows of the step waiting for one");
+  for (std::size_t i = 0; i < masks.size(); ++i)
+    if (!masks[i].empty() && masks[i].size() != words)
+      return fail(ErrorCode::invalid_argument, "engine: late mask " + std::to_string(i) + " has " +
+                                                   std::to_string(masks[i].size()) + " words; a mask has " +
+                                                   std::to_string(words) + " (or none: empty)");
   return {};
 }
 
 Result<void> Engine::collect(StepOutput& out) {
   if (submitted_.empty()) return fail(ErrorCode::internal, "engine: no step was submitted to collect");
+  if (!deferred_.empty() && submitted_.size() == 1) {
+    // Its draws never ran: the step is dropped, and nothing may take its tokens.
+    deferred_.clear();
+    previous_tokens_.clear();
+    spare_.push_back(std::move(submitted_.front()));
+    submitted_.pop_front();
+    return fail(ErrorCode::internal, "engine: the step's masks were never supplied (supply_masks()); it is dropped");
+  }
   std::swap(out, submitted_.front());  // the caller's old buffers become a spare
   spare_.push_back(std::move(submitted_.front()));
   submitted_.pop_front();

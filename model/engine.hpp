@@ -30,6 +30,12 @@
 //   the step submitted just before draws, read where it lies (on a device, never
 //   copied to the host and back). Steps run in submission order; a page that a
 //   queued step writes may be released and given to a later step (it runs after).
+// - Late masks: a constrained row whose token is a future token cannot have its mask
+//   yet (the mask follows the token the step before draws). It is submitted with
+//   `mask_later`: the step's forward is queued at once, its draws wait for
+//   supply_masks(), which the caller calls once it has collected the step before and
+//   advanced its constraints. So a step of constrained rows runs on the device while
+//   the host waits for the one before and computes masks.
 // - Not thread-safe: one owner (the cache actor) calls it.
 #pragma once
 
@@ -75,6 +81,9 @@ struct SequenceStep {
   // For LogitsMode::last_token: the tokens its draw may pick, token_mask_words(vocab)
   // words (model/token_mask.hpp); empty: every token.
   std::span<const std::uint64_t> allowed = {};
+  // For LogitsMode::last_token, with `allowed` empty: its mask comes after submit(),
+  // through supply_masks() (the contract's "Late masks").
+  bool mask_later = false;
 };
 
 // A future token: the id that the step submitted just before this one returns as its
@@ -143,6 +152,12 @@ class Engine {
   static constexpr std::size_t kMaxStepsInFlight = 2;
   virtual Result<void> submit(std::span<const SequenceStep> batch, cache::PagePool& kv);
   virtual Result<void> collect(StepOutput& out);
+  // The masks of the rows with `mask_later` of the step submitted last, in batch order
+  // (token_mask_words(vocab) words each; empty: no mask): its draws run then. Due once
+  // for such a step, after submit() and before it is collected or another is submitted
+  // (internal error otherwise, and invalid_argument, nothing queued, for a wrong count
+  // or size). The spans need only live until it returns.
+  virtual Result<void> supply_masks(std::span<const std::span<const std::uint64_t>> masks);
   // True when submit() returns before the step has run, so work between submit and
   // collect overlaps it (a device backend); false when it runs inside submit().
   virtual bool asynchronous() const { return false; }
@@ -155,11 +170,26 @@ class Engine {
   // token count of the step submitted before).
   Result<void> check_batch(std::span<const SequenceStep> batch, const cache::PagePool& kv,
                            std::size_t futures = 0) const;
+  // supply_masks()'s argument checks: `late` masks, each empty or `words` long.
+  static Result<void> check_late_masks(std::span<const std::span<const std::uint64_t>> masks, std::size_t late,
+                                       std::size_t words);
 
  private:
   std::deque<StepOutput> submitted_;       // the default submit()'s outputs, oldest first
   std::vector<StepOutput> spare_;          // buffers collect() took back, for the next steps
   std::vector<TokenId> previous_tokens_;   // the tokens the last submit()'s step drew
+  // The last step submitted, when it has rows with mask_later: it ran with every token
+  // row's logits kept (LogitsMode::last); supply_masks() draws their tokens. Per
+  // batch row: its output rows, and for a token row its draw and mask.
+  struct DeferredRow {
+    std::size_t outputs = 0;
+    bool token = false, late = false;
+    TokenDraw draw;
+    std::vector<std::uint64_t> mask;
+  };
+  std::vector<DeferredRow> deferred_;
+  void defer_draws(std::span<SequenceStep> steps);
+  std::vector<float> draw_scratch_;
 };
 
 }  // namespace arbor::model

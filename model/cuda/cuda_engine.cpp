@@ -63,6 +63,7 @@ constexpr std::size_t kTokenRowsReserved = 256;
 
 struct StepPlan {
   std::vector<std::int32_t> ints;
+  std::vector<std::int32_t> late_rows;  // the token rows with mask_later (kept on the host)
   int rows = 0, logit_rows = 0, token_rows = 0, max_positions = 0, num_masked = 0;
   // The last rows, padding: of logit_rows, and of token_rows too when the batch draws
   // tokens. Nothing of theirs leaves the device.
@@ -74,6 +75,7 @@ struct StepPlan {
   // `padded_rows` (at least the batch's rows) rounds a decode step's rows up to a bucket.
   void build(std::span<const SequenceStep> batch, int page_size, int padded_rows) {
     ints.clear();
+    late_rows.clear();
     rows = logit_rows = token_rows = max_positions = 0;
     std::vector<std::int32_t> pos, page, slot, table, want, want_token, flat_pages, draw_words, masked, mask_words;
     std::vector<cu::DecodeRowPages> decode_rows;
@@ -102,6 +104,7 @@ struct StepPlan {
             masked.push_back(std::int32_t(want_token.size()));
             append_mask(mask_words, s.allowed);
           }
+          if (s.mask_later) late_rows.push_back(std::int32_t(want_token.size()));
           want_token.push_back(rows + j);
           append_draw(draw_words, s.draw);
         }
@@ -182,6 +185,7 @@ struct StepPlan {
 struct GraphKey {
   int rows = 0, logit_rows = 0, token_rows = 0, num_masked = 0, max_positions = 0, max_own_positions = 0;
   int num_tiles = 0, max_tile_length = 0;
+  bool draws_later = false;  // the draws wait for supply_masks(): not in the graph
   std::array<std::size_t, 12> offsets{};  // of the metadata sections
   std::array<int, 4> geometry{};          // the KV pool's layers, KV heads, head_dim, page size
   std::array<const void*, 16> memory{};   // every device address the kernels are given
@@ -193,11 +197,14 @@ struct GraphKey {
 // token rows' ids on the device (the next step's future tokens), its end event. And
 // the graph of the last decode step queued from this slot, with its key: that step was
 // collected before this slot is used again, so the graph is never updated while a
-// launch of it may still run.
+// launch of it may still run. A step with late masks also keeps their rows and, once
+// supplied, their upload's source.
 struct StepSlot {
-  cu::PinnedBuffer ints, logits, tokens_host;
+  cu::PinnedBuffer ints, logits, tokens_host, late_masks;
   cu::DeviceBuffer tokens;
   int logit_rows = 0, token_rows = 0;
+  std::vector<std::int32_t> late_rows;
+  bool awaiting_masks = false;  // submitted with late masks, not yet supplied
   cudaEvent_t done = nullptr;
   cudaGraphExec_t graph = nullptr;
   GraphKey graph_key;
@@ -284,6 +291,8 @@ class CudaEngine final : public Engine {
     if (in_flight_.size() >= kMaxStepsInFlight)
       return fail(ErrorCode::internal, "CUDA engine: " + std::to_string(kMaxStepsInFlight) +
                                            " steps are submitted and not collected; collect one first");
+    if (previous_ != nullptr && previous_->awaiting_masks)
+      return fail(ErrorCode::internal, "CUDA engine: the step submitted last waits for its masks; supply_masks() first");
     const std::size_t futures = previous_ == nullptr ? 0 : std::size_t(previous_->token_rows);
     if (auto ok = check_batch(batch, kv, futures); !ok) return ok;
     const cache::KvGeometry& g = kv.geometry();
@@ -304,12 +313,58 @@ class CudaEngine final : public Engine {
       return ok;
     futures_ = previous_ == nullptr ? nullptr : previous_->tokens.as<const std::int32_t>();
     tokens_out_ = slot.tokens.as<std::int32_t>();
+    slot.logit_rows = plan_.logit_rows - plan_.padding_rows;
+    slot.token_rows = plan_.token_rows - plan_.padding_token_rows;
+    slot.late_rows = plan_.late_rows;
     if (auto ok = run_step_kernels(g, slot); !ok) return ok;
-    if (auto ok = enqueue_outputs(slot); !ok) return ok;
+    slot.awaiting_masks = !slot.late_rows.empty();
+    if (!slot.awaiting_masks)
+      if (auto ok = enqueue_outputs(slot); !ok) return ok;
     previous_ = &slot;
     next_slot_ = (next_slot_ + 1) % slots_.size();
     in_flight_.push_back(&slot);
     return {};
+  }
+
+  // The late masks go up through the slot's pinned buffer ([their token rows | their
+  // words]), then the step's masks and draws run, its outputs are copied and its event
+  // recorded, as submit() does for a step without late masks. The step's metadata,
+  // logits and plan are still the device's and plan_'s: nothing was queued since.
+  Result<void> supply_masks(std::span<const std::span<const std::uint64_t>> masks) override {
+    StepSlot* slot = previous_;
+    if (slot == nullptr || !slot->awaiting_masks)
+      return fail(ErrorCode::internal, "CUDA engine: supply_masks() without a submitted step waiting for masks");
+    const std::size_t words = token_mask_words(config_.vocab_size);
+    if (auto ok = check_late_masks(masks, slot->late_rows.size(), words); !ok) return ok;
+    std::vector<std::int32_t> late;
+    std::vector<std::int32_t> late_words;
+    for (std::size_t i = 0; i < masks.size(); ++i) {
+      if (masks[i].empty()) continue;
+      late.push_back(slot->late_rows[i]);
+      StepPlan::append_mask(late_words, masks[i]);
+    }
+    const int num_masked = int(late.size());
+    late.insert(late.end(), late_words.begin(), late_words.end());
+    const std::size_t bytes = late.size() * sizeof(std::int32_t);
+    std::string error;
+    if (!slot->late_masks.reserve(bytes, &error))
+      return fail(ErrorCode::out_of_memory, "CUDA engine: no pinned host memory for a step's masks (" + error + ")");
+    if (auto ok = grow(late_masks_, bytes); !ok) return ok;
+    if (auto ok = cuda_ok(cudaSetDevice(device_), "cudaSetDevice"); !ok) return ok;
+    if (num_masked > 0) {
+      std::copy(late.begin(), late.end(), slot->late_masks.as<std::int32_t>());
+      if (auto ok = cuda_ok(cudaMemcpyAsync(late_masks_.data(), slot->late_masks.data(), bytes,
+                                            cudaMemcpyHostToDevice, stream_),
+                            "cudaMemcpyAsync (late masks)");
+          !ok)
+        return ok;
+      const auto* rows = late_masks_.as<const std::int32_t>();
+      cu::mask_rows(token_logits(), rows, reinterpret_cast<const std::uint32_t*>(rows + num_masked), num_masked,
+                    2 * int(words), config_.vocab_size, stream_);
+    }
+    enqueue_draws();
+    slot->awaiting_masks = false;
+    return enqueue_outputs(*slot);
   }
 
   // Waits for the oldest step's event and hands out its outputs.
@@ -317,6 +372,11 @@ class CudaEngine final : public Engine {
     if (in_flight_.empty()) return fail(ErrorCode::internal, "CUDA engine: no step was submitted to collect");
     StepSlot& slot = *in_flight_.front();
     in_flight_.pop_front();
+    if (slot.awaiting_masks) {  // its draws never ran: dropped, and nothing may take its tokens
+      slot.awaiting_masks = false;
+      if (previous_ == &slot) previous_ = nullptr;
+      return fail(ErrorCode::internal, "CUDA engine: the step's masks were never supplied (supply_masks()); it is dropped");
+    }
     if (auto ok = cuda_ok(cudaEventSynchronize(slot.done), "the step's kernels"); !ok) return ok;
     if (auto ok = cuda_ok(cudaGetLastError(), "the step's kernels"); !ok) return ok;
     const std::size_t kept = std::size_t(slot.logit_rows - slot.token_rows) * std::size_t(config_.vocab_size);
@@ -420,6 +480,7 @@ class CudaEngine final : public Engine {
     k.logit_rows = plan_.logit_rows;
     k.token_rows = plan_.token_rows;
     k.num_masked = plan_.num_masked;
+    k.draws_later = !plan_.late_rows.empty();
     k.max_positions = plan_.max_positions;
     k.max_own_positions = plan_.max_own_positions;
     k.num_tiles = plan_.num_tiles;
@@ -593,26 +654,33 @@ class CudaEngine final : public Engine {
   // Norm and vocabulary matmul for the rows with an output only; the token rows draw
   // their token on the device (greedy or sampled), masked first where they have a mask.
   Result<void> logit_kernels() {
-    const int n = plan_.logit_rows, drawn = plan_.token_rows, kept = n - drawn, hidden = config_.hidden;
+    const int n = plan_.logit_rows, drawn = plan_.token_rows, hidden = config_.hidden;
     const int vocab = config_.vocab_size;
     if (n == 0) return {};
     cu::gather_rows(x_.as<float>(), ints(plan_.logit_row_ids), n, hidden, tmp_.as<float>(), stream_);
     cu::rmsnorm(tmp_.as<float>(), weights_->output_norm, n, hidden, config_.rms_eps, xn_.as<float>(), stream_);
     if (auto ok = matmul(weights_->output, xn_.as<float>(), n, logits_.as<float>()); !ok) return ok;
     if (drawn == 0) return {};
-    float* token_logits = logits_.as<float>() + std::size_t(kept) * std::size_t(vocab);
-    cu::mask_rows(token_logits, ints(plan_.masked_rows), reinterpret_cast<const std::uint32_t*>(ints(plan_.masks)),
+    cu::mask_rows(token_logits(), ints(plan_.masked_rows), reinterpret_cast<const std::uint32_t*>(ints(plan_.masks)),
                   plan_.num_masked, 2 * int(token_mask_words(vocab)), vocab, stream_);
-    cu::draw_rows(token_logits, reinterpret_cast<const cu::RowDraw*>(ints(plan_.draws)), drawn, vocab, tokens_out_,
-                  stream_);
+    if (plan_.late_rows.empty()) enqueue_draws();  // else supply_masks() masks the late rows, then draws
     return {};
+  }
+
+  // The token rows' logits: after the rows whose logits go back.
+  float* token_logits() const {
+    const int kept = plan_.logit_rows - plan_.token_rows;
+    return logits_.as<float>() + std::size_t(kept) * std::size_t(config_.vocab_size);
+  }
+
+  void enqueue_draws() {
+    cu::draw_rows(token_logits(), reinterpret_cast<const cu::RowDraw*>(ints(plan_.draws)), plan_.token_rows,
+                  config_.vocab_size, tokens_out_, stream_);
   }
 
   // The returned rows' logits in one copy, the drawn tokens in another, both into the
   // slot's pinned buffers; then the event collect() waits for.
   Result<void> enqueue_outputs(StepSlot& slot) {
-    slot.logit_rows = plan_.logit_rows - plan_.padding_rows;
-    slot.token_rows = plan_.token_rows - plan_.padding_token_rows;
     const std::size_t kept = std::size_t(slot.logit_rows - slot.token_rows) * std::size_t(config_.vocab_size);
     if (kept > 0)
       if (auto ok = cuda_ok(cudaMemcpyAsync(slot.logits.data(), logits_.data(), kept * sizeof(float),
@@ -650,6 +718,7 @@ class CudaEngine final : public Engine {
   GraphCounts graph_counts_;
   // Device activations, [rows][dim] each, and the step's metadata and attention state.
   cu::DeviceBuffer x_, xn_, q_, k_, v_, attn_, gate_, up_, tmp_, logits_, ints_, attention_scratch_;
+  cu::DeviceBuffer late_masks_;  // the late masks of the step supplied last
 };
 
 }  // namespace

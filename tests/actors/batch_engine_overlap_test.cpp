@@ -38,8 +38,13 @@ class RecordingEngine final : public model::Engine {
       future_rows += std::size_t(std::count_if(s.tokens.begin(), s.tokens.end(), model::is_future_token));
       logit_rows += s.logits == model::LogitsMode::last || s.logits == model::LogitsMode::all;
       masked_rows += !s.allowed.empty();
+      late_rows += s.mask_later;
     }
     return ok;
+  }
+  Result<void> supply_masks(std::span<const std::span<const std::uint64_t>> masks) override {
+    for (const auto& m : masks) late_masks += !m.empty();
+    return inner_->supply_masks(masks);
   }
   Result<void> collect(model::StepOutput& out) override {
     --in_flight;
@@ -50,6 +55,7 @@ class RecordingEngine final : public model::Engine {
   std::chrono::milliseconds collect_wait{0};
   int in_flight = 0, max_in_flight = 0;
   std::size_t rows = 0, future_rows = 0, logit_rows = 0, masked_rows = 0;
+  std::size_t late_rows = 0, late_masks = 0;  // rows with mask_later; the masks supplied for them
 
  private:
   std::shared_ptr<model::Engine> inner_;
@@ -137,13 +143,13 @@ TEST(BatchEngineOverlap, TheWaitOfTheLastCollectCountsInTheStepTime) {
   piped.h.expect_clean();
 }
 
-// Rows under a JSON schema draw in the engine with their mask (no logits come back), but
-// cannot take a future token (their next mask needs the token on the host): the step
-// holding them is collected before the next is built. A sampled sequence (temperature)
+// Rows under a JSON schema draw in the engine with their mask (no logits come back) and
+// take future tokens too: their mask, which follows that token, is supplied late (once
+// the step before is collected), so every step of theirs overlaps. A sampled sequence (temperature)
 // draws in the engine and takes future tokens like a greedy one: with the same seed it
 // gets the same tokens as without overlap (one RNG draw per token, in order), and so
 // do the greedy sequences beside it.
-TEST(BatchEngineOverlap, SchemaRowsWaitForTheirStepAndSampledAndGreedyRowsMatch) {
+TEST(BatchEngineOverlap, SchemaRowsTakeLateMasksAndSampledAndGreedyRowsMatch) {
   Scheduler piped(true), direct(false);
   auto submit_mixed = [](Harness& h) {
     std::vector<std::uint64_t> ids = submit_team(h, 3, 16);
@@ -178,8 +184,16 @@ TEST(BatchEngineOverlap, SchemaRowsWaitForTheirStepAndSampledAndGreedyRowsMatch)
   EXPECT_FALSE(piped.h.results.at(a[4]).json.empty()) << piped.h.results.at(a[4]).text;
   EXPECT_EQ(piped.h.results.at(a[4]).json, direct.h.results.at(b[4]).json) << "greedy under a schema";
   EXPECT_EQ(piped.engine->logit_rows + direct.engine->logit_rows, 0u) << "a row asked for its logits";
-  EXPECT_GE(piped.engine->masked_rows, piped.h.results.at(a[4]).generated_tokens);
-  EXPECT_EQ(piped.engine->masked_rows, direct.engine->masked_rows);
+  // Synchronous steps give every mask up front; overlapped ones only the first (the
+  // prompt's last row), then late ones: one per token after the first, plus one for
+  // the row in flight when the document completed, supplied empty (its token is dropped).
+  const std::size_t json_tokens = direct.h.results.at(b[4]).generated_tokens;
+  EXPECT_GE(direct.engine->masked_rows, json_tokens);
+  EXPECT_EQ(direct.engine->late_rows + direct.engine->late_masks, 0u);
+  EXPECT_EQ(piped.engine->masked_rows, 1u);
+  EXPECT_EQ(piped.engine->late_masks, direct.engine->masked_rows - 1);
+  EXPECT_LE(piped.engine->late_rows, piped.engine->late_masks + 1);
+  EXPECT_EQ(piped.engine->max_in_flight, 2);
   piped.h.expect_clean();
 }
 

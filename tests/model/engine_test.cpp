@@ -14,6 +14,7 @@
 #include "tests/max_abs_diff.hpp"
 #include "tests/model/token_rows_check.hpp"
 #include "tests/model/future_tokens_check.hpp"
+#include "tests/model/late_masks_check.hpp"
 #include "tests/model/tiny_llama.hpp"
 
 namespace arbor::model {
@@ -150,6 +151,12 @@ TEST_P(TinyEngine, TokenRowsFollowTheirLogits) {
 // Overlap: a step queued behind another takes that step's argmaxes as future tokens.
 TEST_P(TinyEngine, SubmittedStepsTakeFutureTokensFromTheStepBefore) {
   testing::expect_future_tokens_follow_argmax(*engine_, *pool_, 0.f);
+  EXPECT_EQ(pool_->num_used(), 0);
+}
+
+// Late masks: a constrained row fed a future token gets its mask after submit().
+TEST_P(TinyEngine, LateMasksDrawAsMasksGivenUpFront) {
+  testing::expect_late_masks_draw_as_masks_given_up_front(*engine_, *pool_, 0.f);
   EXPECT_EQ(pool_->num_used(), 0);
 }
 

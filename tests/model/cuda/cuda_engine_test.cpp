@@ -22,6 +22,7 @@
 #include "model/token_mask.hpp"
 #include "tests/model/token_rows_check.hpp"
 #include "tests/model/future_tokens_check.hpp"
+#include "tests/model/late_masks_check.hpp"
 #include "tests/model/tiny_llama.hpp"
 
 namespace arbor::model {
@@ -211,6 +212,21 @@ TEST(CudaEngine, SubmittedStepsTakeFutureTokensFromTheStepBefore) {
     ASSERT_TRUE(gpu.engine);
     EXPECT_TRUE(gpu.engine->asynchronous());
     testing::expect_future_tokens_follow_argmax(*gpu.engine, *gpu.pool, 1e-5f);
+    EXPECT_EQ(gpu.pool->num_used(), 0);
+  }
+}
+
+// Late masks: the step's forward is queued (a graph on the quantized model) and its draws
+// wait for supply_masks(); a step like it with no late masks must not replay its graph
+// (the shared check of tests/model/late_masks_check.hpp).
+TEST(CudaEngine, LateMasksDrawAsMasksGivenUpFront) {
+  ARBOR_REQUIRE_CUDA();
+  auto tiny = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
+  auto quantized = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
+  for (const auto* m : {&tiny, &quantized}) {
+    Side gpu(cuda_engine(**m), 16, 64);
+    ASSERT_TRUE(gpu.engine);
+    testing::expect_late_masks_draw_as_masks_given_up_front(*gpu.engine, *gpu.pool, 1e-5f);
     EXPECT_EQ(gpu.pool->num_used(), 0);
   }
 }
