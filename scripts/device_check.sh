@@ -18,7 +18,9 @@
 #      with ARBOR_CUDA_TENSOR_CORE_ATTENTION=0 (the prefill tiles' attention on CUDA cores);
 #      bench engine also measures greedy decode with each step waiting vs overlapped, and
 #      the 64-agent workflow runs again with --no-overlap (what overlap saves end to end)
-#      and with --temperature 0.8 (sampled rows drawn on the device, host ms/step).
+#      and with --temperature 0.8 (sampled rows drawn on the device, host ms/step);
+#      `arbor bench constrained` (JSON-Schema rows at batch 1/8/64) with and without
+#      --no-overlap (what late masks save: constrained steps overlapped).
 # Writes $OUT/device_check.json (every step: status, seconds, figures) and
 # $OUT/device_check.log ($OUT defaults to build-device/). Exit 0 when every step passed.
 # ARBOR_DEVICE_LLAMA_LAYERS (default 32) trims the Llama-3-8B model for a smoke run.
@@ -141,6 +143,12 @@ if [ -x "$bin/arbor" ]; then
       --kv-mem 8192 --temperature 0.8 --json >"$out/bench_workflow_sampled.json"
   }
   run bench_workflow_sampled "$out/bench_workflow_sampled.json" bench_workflow_sampled
+  bench_constrained() {  # JSON-Schema rows at batch 1/8/64, overlapped (late masks) or not: SUFFIX [--no-overlap]
+    "$bin/arbor" bench constrained --device cuda --model "$work/smollm2.gguf" --batch 1,8,64 --max-tokens 48 \
+      --reps 2 --partial-documents "${@:2}" --json >"$out/bench_constrained$1.json"
+  }
+  run bench_constrained "$out/bench_constrained.json" bench_constrained ""
+  run bench_constrained_no_overlap "$out/bench_constrained_no_overlap.json" bench_constrained _no_overlap --no-overlap
 fi
 
 total=$(( $(date +%s) - started ))

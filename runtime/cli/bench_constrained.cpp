@@ -8,8 +8,10 @@
 // its own would otherwise shrink the free batch sooner). The kinds alternate which runs
 // first. Overhead = constrained time per token / free time per token - 1. Host ms/step:
 // the scheduler's work between forwards per batched step (CacheStats: step time minus
-// the engine's), masks and the automaton's advance included: on a GPU the device waits
-// on it, since a step holding constrained rows is collected before the next is built.
+// the engine's), masks and the automaton's advance included: on a GPU it overlaps the
+// device's step (constrained rows take late masks), unless --no-overlap. With
+// --partial-documents (synthetic weights, which need not close a document within the
+// budget) a warm-up document may end at the budget.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -94,9 +96,9 @@ struct Figures {
   double overhead_percent() const { return constrained > 0 ? (free / constrained - 1) * 100 : 0; }
 };
 
-Result<Figures> measure(Runtime& rt, int batch, int max_tokens, int reps) {
+Result<Figures> measure(Runtime& rt, int batch, int max_tokens, int reps, bool whole_documents) {
   const std::vector<int> full(std::size_t(batch), max_tokens);
-  auto warm_constrained = run_batch(rt, full, true, true);
+  auto warm_constrained = run_batch(rt, full, true, whole_documents);
   if (!warm_constrained) return std::unexpected(warm_constrained.error());
   auto warm_free = run_batch(rt, full, false, false);
   if (!warm_free) return std::unexpected(warm_free.error());
@@ -121,6 +123,7 @@ struct ConstrainedOptions {
   int max_tokens = 96;
   int reps = 3;
   bool json = false;
+  bool partial_documents = false;
   RuntimeOptions runtime;
 };
 
@@ -129,11 +132,11 @@ int bench_constrained(const ConstrainedOptions& o) {
   o.runtime.apply(config);
   auto rt = Runtime::create(config);
   if (!rt) return std::fprintf(stderr, "arbor bench constrained: %s\n", rt.error().describe().c_str()), kExitInvalid;
-  BenchReport report(o.json, {{"threads", config.num_threads}});
+  BenchReport report(o.json, {{"threads", config.num_threads}, {"device", (*rt)->device_info()}});
   report.header("%5s %14s %14s %9s %14s %14s %14s\n", "batch", "free tok/s", "schema tok/s", "overhead", "tokens/pass",
                 "free host ms", "schema host ms");
   for (int batch : parse_integer_list(o.batches)) {
-    auto f = measure(**rt, batch, o.max_tokens, o.reps);
+    auto f = measure(**rt, batch, o.max_tokens, o.reps, !o.partial_documents);
     if (!f) return std::fprintf(stderr, "arbor bench constrained: %s\n", f.error().describe().c_str()), kExitFailed;
     report.add({{"batch", batch}, {"free_tokens_per_s", f->free}, {"constrained_tokens_per_s", f->constrained},
                 {"overhead_percent", f->overhead_percent()}, {"free_tokens", f->free_tokens},
@@ -156,7 +159,9 @@ Runner setup_bench_constrained(CLI::App& app) {
       ->check(integer_in(1, 100))
       ->capture_default_str();
   declare_bench_json(app, o->json);
-  o->runtime.declare(app, kModelFlag | kDeviceFlag | kThreadsFlag | kPrecisionFlag);
+  app.add_flag("--partial-documents", o->partial_documents,
+               "a warm-up document may end at the token budget (synthetic weights need not close one)");
+  o->runtime.declare(app, kModelFlag | kDeviceFlag | kThreadsFlag | kPrecisionFlag | kNoOverlapFlag);
   return [o] { return bench_constrained(*o); };
 }
 

@@ -91,8 +91,8 @@ TEST(CudaRuntime, ReportsTheDeviceAndGenerates) {
 // device draws under it. The synthetic model's vocabulary is 256 byte tokens, an end
 // token and ~49,000 fillers its random weights favour as much as any: only the mask
 // keeps the document to one of the enum's values, closed by the end token. Beside a
-// free request, with steps overlapped (a step holding the schema's row is collected
-// before the next is built) and waiting: the same outputs.
+// free request, with steps overlapped (the schema's row, fed the token in flight, gets
+// its mask late: Engine::supply_masks) and waiting: the same outputs.
 TEST(CudaRuntime, ASchemaRequestDrawsUnderItsMaskOnTheDevice) {
   ARBOR_REQUIRE_CUDA();
   GenerateRequest colour = raw("Pick a colour:", 16), free = raw("The quick brown fox", 24);
