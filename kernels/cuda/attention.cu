@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/device.hpp"
 #include "kernels/cuda/quant.cuh"
 
 namespace arbor::kernels::cuda {
@@ -244,9 +245,9 @@ struct alignas(32) MmaBlockShared {
   __half k[kMmaRows * kDim], v[kMmaRows * kDim];  // past the end: zeros
   MmaWarpShared<kDim> warp[kHeads];
 };
-// Whether kHeads warps' worth fits in the 48 KB of static shared memory a block may have.
+// Whether kHeads warps' worth fits in the static shared memory a block may have.
 template <int kLanes, int kHeads>
-constexpr bool mma_block_fits = sizeof(MmaBlockShared<32 * kLanes, kHeads>) <= 48 * 1024;
+constexpr bool mma_block_fits = sizeof(MmaBlockShared<32 * kLanes, kHeads>) <= kMaxStaticSharedBytes;
 
 // K and V of positions t0..t0 + 15 (zeros from `end` on) into shared memory, 8 elements
 // (16 bytes) a load, by threads `first`, `first + stride`, ...

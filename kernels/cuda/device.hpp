@@ -7,6 +7,10 @@
 
 namespace arbor::kernels::cuda {
 
+// The static shared memory a block may declare on every architecture (more needs a
+// dynamic allocation and an opt-in per kernel).
+inline constexpr std::size_t kMaxStaticSharedBytes = 48 * 1024;
+
 // CUDA devices the driver reports; 0 when there is no driver or no device (`why`, when
 // given, then says which, with the CUDA error).
 int device_count(std::string* why = nullptr);

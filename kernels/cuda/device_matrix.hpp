@@ -48,7 +48,7 @@ struct BlockPlanes {
   std::int64_t scale_bytes = 0;
 };
 
-ARBOR_HOST_DEVICE inline BlockPlanes block_planes(GgmlType t) {
+ARBOR_HOST_DEVICE constexpr BlockPlanes block_planes(GgmlType t) {
   switch (t) {
     case GgmlType::Q4_0: return {16, 2};
     case GgmlType::Q4_1: return {16, 4};

@@ -99,16 +99,18 @@ bool Matmul::run_group(const MatmulTarget* targets, int count, const float* x, s
   return true;
 }
 
-bool Matmul::run_gated(const DeviceMatrix& w, float* gate, const float* up, std::int64_t m, float* y,
-                       std::string* error) {
+bool Matmul::run_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, std::int64_t m, float* out,
+                        float* up_scratch, std::string* error) {
   if (m <= 0) return true;
-  if (!aligned_activations(gate, error) || !aligned_activations(up, error)) return false;
-  if (w.type != GgmlType::F32 && m <= kGemvMaxRows) {
-    gemv_quantized_gated(w, gate, up, int(m), y, stream_);
+  if (!aligned_activations(x, error)) return false;
+  if (gate.type != GgmlType::F32 && up.type != GgmlType::F32 && m <= kGemvMaxRows) {
+    gemv_quantized_swiglu(gate, up, x, int(m), out, stream_);
     return true;
   }
-  silu_mul(gate, up, m * w.cols, stream_);
-  return run(w, gate, m, y, error);
+  const MatmulTarget targets[] = {{gate, out}, {up, up_scratch}};
+  if (!run_group(targets, 2, x, m, error)) return false;
+  silu_mul(out, up_scratch, m * gate.rows, stream_);
+  return true;
 }
 
 bool Matmul::run(const DeviceMatrix& w, const float* x, std::int64_t m, float* y, std::string* error) {

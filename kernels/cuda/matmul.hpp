@@ -1,8 +1,9 @@
 // y = x * W^T on a CUDA device, for every device weight type:
 //  - F32 weights: cuBLAS SGEMM (FP32 math; no TF32, so results match the CPU's f32 path).
 //  - Q4_0/Q4_1/Q8_0 with m <= kGemvMaxRows activation rows (decode): a GEMV kernel that
-//    dequantizes each weight block in registers and accumulates in f32; one warp per
-//    output feature, all m rows at once (the weights are read once per step).
+//    multiplies each weight block in registers and accumulates in f32; one warp per
+//    output feature, all m rows at once (the weights are read once per step), each lane
+//    loading several blocks before it uses any (bytes in flight: decode is bound by them).
 //  - Q4_0/Q4_1/Q8_0 with more rows: the activations are rounded to f16 once (beyond
 //    f16's range they saturate at +-65504), then
 //    - up to kQuantizedGemmMaxRows rows (decode batches): a tensor-core GEMM kernel
@@ -11,8 +12,9 @@
 //    - more rows (prefill): tiles of weight rows are dequantized to f16 in a scratch
 //      buffer and cuBLAS GemmEx multiplies them (f32 accumulation; llama.cpp's cuBLAS
 //      path does the same), the tile's cost spread over many rows.
-//  - The FFN's down projection on silu(gate) * up (run_gated): the GEMV gates the
-//    activations as it reads them (no separate SwiGLU kernel), other paths gate first.
+//  - The FFN's SwiGLU, silu(x Wg^T) * (x Wu^T) (run_swiglu): one GEMV launch computes
+//    both products of each feature and gates them (no separate SwiGLU kernel); other
+//    paths compute the two products, then gate.
 //  - A group of matrices applied to the same activations (Q, K, V; gate, up): one GEMV
 //    launch for all of them when each is quantized and m <= kGemvMaxRows, else one matmul
 //    each (the f16 activations converted once); the outputs are the same either way.
@@ -47,9 +49,10 @@ struct MatmulTarget {
 // Kernels (matmul_kernels.cu); asynchronous on `stream`.
 // y[i][r] = sum_c x[i][c] * W[r][c] for i < m <= kGemvMaxRows, W quantized.
 void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream);
-// The same on activations silu(gate) * up (SwiGLU), gated as they are read.
-void gemv_quantized_gated(const DeviceMatrix& w, const float* gate, const float* up, int m, float* y,
-                          cudaStream_t stream);
+// out[i][r] = silu(x[i] . gate[r]) * (x[i] . up[r]) for i < m <= kGemvMaxRows, gate and
+// up quantized, of one shape.
+void gemv_quantized_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int m, float* out,
+                           cudaStream_t stream);
 // The same for `count` <= kMaxGroupedMatrices quantized matrices of one width, in one
 // launch: each output row is computed exactly as gemv_quantized computes it.
 void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream);
@@ -86,9 +89,11 @@ class Matmul {
   // where the GEMV applies to all of them.
   // (A pointer and a count: .cu files include this header as C++17, without std::span.)
   bool run_group(const MatmulTarget* targets, int count, const float* x, std::int64_t m, std::string* error);
-  // y = (silu(gate) * up) * W^T, the FFN's down projection: one gated GEMV launch where
-  // the GEMV applies, else `gate` is overwritten with silu(gate) * up and run() follows.
-  bool run_gated(const DeviceMatrix& w, float* gate, const float* up, std::int64_t m, float* y, std::string* error);
+  // out [m][gate.rows] = silu(x * gate^T) * (x * up^T), the FFN's SwiGLU (gate and up of
+  // one shape): one GEMV launch where it applies to both, else the two products
+  // (run_group; up's into `up_scratch`, of out's size) and the gating.
+  bool run_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, std::int64_t m, float* out,
+                  float* up_scratch, std::string* error);
 
   // Whether run() / run_group() of `m` rows on `w` only launches kernels: no cuBLAS call
   // (F32 weights, prefill-sized GEMMs), which a CUDA graph capture may not hold.

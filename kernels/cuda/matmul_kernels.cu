@@ -1,6 +1,7 @@
 // Quantized GEMV, tensor-core GEMM and row dequantization (see matmul.hpp).
 #include <mma.h>
 
+#include "kernels/cuda/device.hpp"
 #include "kernels/cuda/matmul.hpp"
 #include "kernels/cuda/quant.cuh"
 
@@ -8,56 +9,110 @@ namespace arbor::kernels::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
+// Blocks a lane loads before it uses any: 64 bytes of quants (4 Q4 blocks, 2 Q8_0), so
+// with 32 lanes 2.3 KB of a Q4_0 row in flight per warp, where one block a lane left a
+// warp waiting a memory latency per 32 blocks (a 4096-wide row took four such waits).
+template <GgmlType kType>
+constexpr int kGemvUnroll = 64 / int(block_planes(kType).quant_bytes);
 
-// Output feature r of w for the m activation rows: lane l takes blocks l, l + 32, ...
-// (a warp's 32 lanes read 32 consecutive blocks' quants, 512 or 1024 contiguous bytes, in
-// 128-bit loads); each block is dequantized once and multiplied with the m rows, whose 32
-// values it reads in eight 128-bit loads (x is 16-byte aligned: a device buffer, rows of a
-// multiple of 32 floats); then a warp reduction. kGated: the activations are
-// silu(x) * up, computed as they are read (the FFN's down projection).
-template <bool kGated>
-__device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x,
-                         const float* __restrict__ up, int m, float* __restrict__ y) {
-  const std::int64_t num_blocks = w.cols / 32;
-  float acc[kGemvMaxRows] = {};
-  float v[32];
-  for (std::int64_t b = lane; b < num_blocks; b += 32) {
-    dequantize_block(w, r, b, v);
+// Lane `lane`'s share of row r of w times the m <= kRows activation rows, added to
+// acc[i]: blocks lane, lane + 32, ..., kGemvUnroll of them loaded at a time, then each
+// turned into its 32 values once (block_values) and multiplied with the m rows' 32
+// values (eight 128-bit loads each; x is 16-byte aligned: a device buffer, rows of a
+// multiple of 32 floats).
+template <GgmlType kType, int kRows>
+__device__ void gemv_partial(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
+                             float (&acc)[kRows]) {
+  const std::int64_t num_blocks = w.cols / 32, first = r * num_blocks;
+  constexpr int kUnroll = kGemvUnroll<kType>;
+  for (std::int64_t b0 = lane; b0 < num_blocks; b0 += 32 * kUnroll) {
+    QuantBlock<kType> blocks[kUnroll];
 #pragma unroll
-    for (int i = 0; i < kGemvMaxRows; ++i) {
-      if (i >= m) break;
-      const std::int64_t at = std::int64_t(i) * w.cols + b * 32;
-      const auto* xb = reinterpret_cast<const float4*>(x + at);
-      float s = 0.f;
+    for (int u = 0; u < kUnroll; ++u)
+      if (b0 + 32 * u < num_blocks) blocks[u] = load_quant_block<kType>(w, first + b0 + 32 * u);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        float4 x4 = xb[j];
-        if constexpr (kGated) {
-          const float4 u4 = reinterpret_cast<const float4*>(up + at)[j];
-          x4 = {silu_times(x4.x, u4.x), silu_times(x4.y, u4.y), silu_times(x4.z, u4.z), silu_times(x4.w, u4.w)};
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::int64_t b = b0 + 32 * u;
+      if (b >= num_blocks) break;
+      float v[32];
+      block_values(blocks[u], v);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        if (i >= m) break;
+        const auto* xb = reinterpret_cast<const float4*>(x + std::int64_t(i) * w.cols + b * 32);
+        float s = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float4 x4 = xb[j];
+          s = fmaf(v[4 * j], x4.x, s);
+          s = fmaf(v[4 * j + 1], x4.y, s);
+          s = fmaf(v[4 * j + 2], x4.z, s);
+          s = fmaf(v[4 * j + 3], x4.w, s);
         }
-        s = fmaf(v[4 * j], x4.x, s);
-        s = fmaf(v[4 * j + 1], x4.y, s);
-        s = fmaf(v[4 * j + 2], x4.z, s);
-        s = fmaf(v[4 * j + 3], x4.w, s);
+        acc[i] += s;
       }
-      acc[i] += s;
     }
-  }
-#pragma unroll
-  for (int i = 0; i < kGemvMaxRows; ++i) {
-    if (i >= m) break;
-    const float total = warp_sum(acc[i]);
-    if (lane == 0) y[std::int64_t(i) * w.rows + r] = total;
   }
 }
 
-// One warp per output feature (`up`: null unless kGated).
-template <bool kGated>
-__global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, const float* __restrict__ up, int m,
-                            float* __restrict__ y) {
+// Row r of w times the m activation rows, summed over the warp: every lane gets
+// out[i]. The type is dispatched once per row (warp-uniform).
+template <int kRows>
+__device__ void gemv_dot(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
+                         float (&out)[kRows]) {
+  float acc[kRows] = {};
+  switch (w.type) {
+    case GgmlType::Q4_0: gemv_partial<GgmlType::Q4_0, kRows>(w, r, lane, x, m, acc); break;
+    case GgmlType::Q4_1: gemv_partial<GgmlType::Q4_1, kRows>(w, r, lane, x, m, acc); break;
+    default: gemv_partial<GgmlType::Q8_0, kRows>(w, r, lane, x, m, acc); break;
+  }
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) out[i] = i < m ? warp_sum(acc[i]) : 0.f;
+}
+
+template <int kRows>
+__device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
+                         float* __restrict__ y) {
+  float dot[kRows];
+  gemv_dot<kRows>(w, r, lane, x, m, dot);
+#pragma unroll
+  for (int i = 0; i < kRows; ++i)
+    if (i < m && lane == 0) y[std::int64_t(i) * w.rows + r] = dot[i];
+}
+
+// Each kernel comes in instances for up to 1, 2, 4 and 8 (kGemvMaxRows) activation rows:
+// the accumulators and activations of kRows rows are registers, so a batch-1 step's
+// instance needs the fewest (64 a thread on sm_90 against ~126 for 8 rows) and twice
+// the warps fit an SM, each with its loads in flight.
+static_assert(kGemvMaxRows == 8, "the instances below cover 1, 2, 4 and 8 rows");
+template <class Kernel>
+Kernel instance_for(int m, Kernel rows1, Kernel rows2, Kernel rows4, Kernel rows8) {
+  return m <= 1 ? rows1 : m <= 2 ? rows2 : m <= 4 ? rows4 : rows8;
+}
+
+// One warp per output feature.
+template <int kRows>
+__global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, int m, float* __restrict__ y) {
   const std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (r < w.rows) gemv_row<kGated>(w, r, threadIdx.x % 32, x, up, m, y);
+  if (r < w.rows) gemv_row<kRows>(w, r, threadIdx.x % 32, x, m, y);
+}
+
+// SwiGLU: one warp per FFN feature r computes row r of gate and of up, then
+// out[i][r] = silu(gate) * up, so the gating costs one silu per feature (gating the down
+// projection's inputs as it read them cost one per feature per output row: 14,336 x
+// 4,096 a token for Llama-3-8B).
+template <int kRows>
+__global__ void gemv_swiglu_kernel(DeviceMatrix gate, DeviceMatrix up, const float* __restrict__ x, int m,
+                                   float* __restrict__ out) {
+  const std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (r >= gate.rows) return;
+  const int lane = threadIdx.x % 32;
+  float g[kRows], u[kRows];
+  gemv_dot<kRows>(gate, r, lane, x, m, g);
+  gemv_dot<kRows>(up, r, lane, x, m, u);
+#pragma unroll
+  for (int i = 0; i < kRows; ++i)
+    if (i < m && lane == 0) out[std::int64_t(i) * gate.rows + r] = silu_times(g[i], u[i]);
 }
 
 struct TargetGroup {
@@ -66,13 +121,20 @@ struct TargetGroup {
 };
 
 // One warp per output feature of the group: the features of targets[0], then [1], ...
+// The target is picked by constant indices (a run-time index copies the group to local
+// memory, and costs registers).
+template <int kRows>
 __global__ void gemv_group_kernel(TargetGroup group, const float* __restrict__ x, int m) {
   std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  for (int t = 0; t < group.count; ++t) {
-    const MatmulTarget& target = group.targets[t];
-    if (r < target.w.rows) return gemv_row<false>(target.w, r, threadIdx.x % 32, x, nullptr, m, target.y);
-    r -= target.w.rows;
+  MatmulTarget target = group.targets[0];
+#pragma unroll
+  for (int t = 1; t < kMaxGroupedMatrices; ++t) {
+    if (t < group.count && r >= target.w.rows) {
+      r -= target.w.rows;
+      target = group.targets[t];
+    }
   }
+  if (r < target.w.rows) gemv_row<kRows>(target.w, r, threadIdx.x % 32, x, m, target.y);
 }
 
 // The tensor-core GEMM: a block of kGemmWarps warps takes kGemmTileRows output features
@@ -102,7 +164,8 @@ struct alignas(32) GemmShared {
     float out[kGemmTileRows * kRows];  // after the last
   };
 };
-static_assert(sizeof(GemmShared<kQuantizedGemmMaxRows / 16>) <= 48 * 1024, "static shared memory of a block");
+static_assert(sizeof(GemmShared<kQuantizedGemmMaxRows / 16>) <= kMaxStaticSharedBytes, "static shared memory of a block");
+constexpr int kGemmSmallFragments = 4;  // the smaller instance: up to 64 rows
 
 template <int kFragments>
 __global__ void gemm_quantized_kernel(DeviceMatrix w, const __half* __restrict__ x, int m, float* __restrict__ y) {
@@ -181,17 +244,19 @@ __global__ void to_half_saturated_kernel(const float* __restrict__ x, std::int64
 
 }  // namespace
 
-// One warp per weight row, kWarpsPerBlock rows a block; `up` null: plain, else gated.
-void gemv_quantized_gated(const DeviceMatrix& w, const float* gate, const float* up, int m, float* y,
-                          cudaStream_t stream) {
+void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream) {
   const unsigned grid = unsigned((w.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   // (a template-id before <<< would not survive the emulator's rewrite)
-  auto* kernel = up == nullptr ? &gemv_kernel<false> : &gemv_kernel<true>;
-  kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, gate, up, m, y);
+  auto* kernel = instance_for(m, &gemv_kernel<1>, &gemv_kernel<2>, &gemv_kernel<4>, &gemv_kernel<8>);
+  if (grid > 0) kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, x, m, y);
 }
 
-void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream) {
-  gemv_quantized_gated(w, x, nullptr, m, y, stream);
+void gemv_quantized_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int m, float* out,
+                           cudaStream_t stream) {
+  const unsigned grid = unsigned((gate.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  auto* kernel =
+      instance_for(m, &gemv_swiglu_kernel<1>, &gemv_swiglu_kernel<2>, &gemv_swiglu_kernel<4>, &gemv_swiglu_kernel<8>);
+  if (grid > 0) kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(gate, up, x, m, out);
 }
 
 void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream) {
@@ -203,12 +268,15 @@ void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x
     rows += targets[t].w.rows;
   }
   const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  if (grid > 0) gemv_group_kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(group, x, m);
+  auto* kernel =
+      instance_for(m, &gemv_group_kernel<1>, &gemv_group_kernel<2>, &gemv_group_kernel<4>, &gemv_group_kernel<8>);
+  if (grid > 0) kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(group, x, m);
 }
 
 void gemm_quantized(const DeviceMatrix& w, const __half* x, int m, float* y, cudaStream_t stream) {
   const unsigned grid = unsigned((w.rows + kGemmTileRows - 1) / kGemmTileRows);
-  auto* kernel = m <= 64 ? &gemm_quantized_kernel<4> : &gemm_quantized_kernel<kQuantizedGemmMaxRows / 16>;
+  auto* kernel = m <= 16 * kGemmSmallFragments ? &gemm_quantized_kernel<kGemmSmallFragments>
+                                               : &gemm_quantized_kernel<kQuantizedGemmMaxRows / 16>;
   if (grid > 0 && m > 0) kernel<<<grid, kGemmThreads, 0, stream>>>(w, x, m, y);
 }
 

@@ -594,10 +594,12 @@ class CudaEngine final : public Engine {
     return {};
   }
 
-  // y = w (silu(gate) * up); gate is overwritten where the gating is not fused.
-  Result<void> matmul_gated(const cu::DeviceMatrix& w, float* gate, const float* up, std::int64_t m, float* y) {
+  // out = silu(x gate^T) * (x up^T); `up_scratch` takes up's product where the gating is not fused.
+  Result<void> swiglu(const cu::DeviceMatrix& gate, const cu::DeviceMatrix& up, const float* x, std::int64_t m,
+                      float* out, float* up_scratch) {
     std::string error;
-    if (!matmul_.run_gated(w, gate, up, m, y, &error)) return fail(ErrorCode::internal, "CUDA engine: " + error);
+    if (!matmul_.run_swiglu(gate, up, x, m, out, up_scratch, &error))
+      return fail(ErrorCode::internal, "CUDA engine: " + error);
     return {};
   }
 
@@ -635,11 +637,9 @@ class CudaEngine final : public Engine {
   Result<void> ffn_block(int layer) {
     const CudaLayerWeights& w = weights_->layers[std::size_t(layer)];
     const int rows = plan_.rows, hidden = config_.hidden;
-    const cu::MatmulTarget gate_up[] = {{w.gate, gate_.as<float>()}, {w.up, up_.as<float>()}};
-    if (auto ok = matmul_group(gate_up, xn_.as<float>(), rows); !ok) return ok;
-    // SwiGLU gating fused into the down projection's GEMV where it applies.
-    if (auto ok = matmul_gated(w.down, gate_.as<float>(), up_.as<const float>(), rows, tmp_.as<float>()); !ok)
-      return ok;
+    // Gate, up and their SwiGLU in one GEMV launch where it applies.
+    if (auto ok = swiglu(w.gate, w.up, xn_.as<float>(), rows, gate_.as<float>(), up_.as<float>()); !ok) return ok;
+    if (auto ok = matmul(w.down, gate_.as<float>(), rows, tmp_.as<float>()); !ok) return ok;
     // The residual, and the next layer's attention norm of it (the last layer's rows
     // are normed by compute_logits, for the rows that want logits only).
     if (layer + 1 < config_.num_layers) {

@@ -8,7 +8,7 @@
 // A step: upload the batch's tokens, positions and page tables; embed, RMSNorm; per
 // layer Q/K/V matmuls (one GEMV launch in decode), RoPE + K/V scatter into the pages
 // (one kernel), paged attention, output matmul, residual + RMSNorm (one kernel), SwiGLU
-// FFN (gate and up: one GEMV launch in decode), residual + the next layer's RMSNorm
+// FFN (gate, up and their gating: one GEMV launch in decode), residual + the next layer's RMSNorm
 // (one kernel); final norm of the rows that want logits, the vocabulary
 // matmul, the token rows' draws, copy back. Kernels in kernels/cuda/.
 #pragma once

@@ -268,6 +268,18 @@ TEST(CudaEmulator, HalfConversionRoundsToNearestEven) {
   EXPECT_EQ(__half2float(__ushort_as_half(0xC000)), -2.f);
 }
 
+// PTX's prmt (default mode): selector nibble n picks result byte n of x's bytes 0-3 and
+// y's 4-7; the GEMV builds floats 2^23 + byte with 0x7440 | k.
+TEST(CudaEmulator, BytePermutePicksTheBytesPtxDefines) {
+  const unsigned x = 0x03020100u, y = 0x07060504u;
+  EXPECT_EQ(__byte_perm(x, y, 0x3210u), x);
+  EXPECT_EQ(__byte_perm(x, y, 0x7654u), y);
+  EXPECT_EQ(__byte_perm(x, y, 0x0123u), 0x00010203u);
+  EXPECT_EQ(__byte_perm(x, y, 0x5140u), 0x05010400u);
+  EXPECT_EQ(__byte_perm(0xA1B2C3D4u, 0x4B000000u, 0x7442u), 0x4B0000B2u);
+  EXPECT_EQ(__int_as_float(int(__byte_perm(0x000000FFu, 0x4B000000u, 0x7440u))) - 8388608.f, 255.f);
+}
+
 // Row-major reference: c[i][j] = sum_p a(i, p) b(p, j).
 TEST(CudaEmulator, SgemmTransposesAsCublasDoes) {
   const int m = 3, n = 4, k = 5;

@@ -201,6 +201,14 @@ inline float max(float a, float b) { return std::fmax(a, b); }
 inline int __float_as_int(float f) { return std::bit_cast<int>(f); }
 inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline float __int_as_float(int i) { return std::bit_cast<float>(i); }
+// Byte n of the result: the byte that selector nibble n (its low 3 bits) picks of the
+// eight bytes x (0-3) then y (4-7).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const std::uint64_t bytes = std::uint64_t(y) << 32 | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) r |= unsigned(bytes >> (8 * ((s >> (4 * n)) & 7u)) & 0xFFu) << (8 * n);
+  return r;
+}
 template <class T>
 T __ldg(const T* p) {
   return *p;

@@ -234,7 +234,7 @@ TEST(CudaEngine, LateMasksDrawAsMasksGivenUpFront) {
 // Kernels per layer of a batch-1 decode step over a short context (each costs the
 // device a launch latency, in a CUDA graph too): the Q, K, V GEMV, RoPE fused with the
 // K/V store, attention (one split: no merge), output GEMV, residual fused with the next
-// norm, the gate and up GEMV, the down GEMV gating its input (SwiGLU), residual + norm:
+// norm, the gate and up GEMV gating its outputs (SwiGLU), the down GEMV, residual + norm:
 // 8 (17 before the fusions, 10 before the last two).
 // Counted on the emulator, as the difference between SmolLM2-shaped Q4_1 models of 1
 // and 2 layers.
