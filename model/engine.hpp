@@ -175,6 +175,8 @@ class Engine {
                                        std::size_t words);
 
  private:
+  void defer_draws(std::span<SequenceStep> steps);
+
   std::deque<StepOutput> submitted_;       // the default submit()'s outputs, oldest first
   std::vector<StepOutput> spare_;          // buffers collect() took back, for the next steps
   std::vector<TokenId> previous_tokens_;   // the tokens the last submit()'s step drew
@@ -188,7 +190,6 @@ class Engine {
     std::vector<std::uint64_t> mask;
   };
   std::vector<DeferredRow> deferred_;
-  void defer_draws(std::span<SequenceStep> steps);
   std::vector<float> draw_scratch_;
 };
 

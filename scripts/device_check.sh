@@ -20,7 +20,9 @@
 #      the 64-agent workflow runs again with --no-overlap (what overlap saves end to end)
 #      and with --temperature 0.8 (sampled rows drawn on the device, host ms/step);
 #      `arbor bench constrained` (JSON-Schema rows at batch 1/8/64) with and without
-#      --no-overlap (what late masks save: constrained steps overlapped).
+#      --no-overlap (what late masks save: constrained steps overlapped); last, the
+#      Llama-3-8B shape's decode at 1/2/4/8 rows with the GEMV (ARBOR_CUDA_GEMV_MAX_ROWS=8)
+#      and with the tensor-core GEMM (=0): where the GEMV should hand over.
 # Writes $OUT/device_check.json (every step: status, seconds, figures) and
 # $OUT/device_check.log ($OUT defaults to build-device/). Exit 0 when every step passed.
 # ARBOR_DEVICE_LLAMA_LAYERS (default 32) trims the Llama-3-8B model for a smoke run.
@@ -149,6 +151,12 @@ if [ -x "$bin/arbor" ]; then
   }
   run bench_constrained "$out/bench_constrained.json" bench_constrained ""
   run bench_constrained_no_overlap "$out/bench_constrained_no_overlap.json" bench_constrained _no_overlap --no-overlap
+  bench_decode_gemv_up_to() {  # ROWS: the 8B shape's decode at 1-8 rows, the GEMV taking up to ROWS of them
+    ARBOR_CUDA_GEMV_MAX_ROWS=$1 "$bin/arbor" bench engine --device cuda --model "$work/llama3-8b.gguf" --reps 1 \
+      --prompt 512 --batch 1,2,4,8 --json >"$out/bench_engine_llama3_8b_gemv_up_to_$1.json"
+  }
+  run bench_engine_llama3_8b_gemv_up_to_8 "$out/bench_engine_llama3_8b_gemv_up_to_8.json" bench_decode_gemv_up_to 8
+  run bench_engine_llama3_8b_gemv_up_to_0 "$out/bench_engine_llama3_8b_gemv_up_to_0.json" bench_decode_gemv_up_to 0
 fi
 
 total=$(( $(date +%s) - started ))

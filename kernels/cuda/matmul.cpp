@@ -83,11 +83,11 @@ bool Matmul::run_group(const MatmulTarget* targets, int count, const float* x, s
   if (!aligned_activations(x, error)) return false;
   const bool quantized = std::all_of(targets, targets + count,
                                      [](const MatmulTarget& t) { return t.w.type != GgmlType::F32; });
-  if (quantized && m <= kGemvMaxRows && count <= kMaxGroupedMatrices) {
+  if (quantized && m <= gemv_max_rows_ && count <= kMaxGroupedMatrices) {
     gemv_quantized_group(targets, count, x, int(m), stream_);
     return true;
   }
-  if (!quantized || m <= kGemvMaxRows) {
+  if (!quantized || m <= gemv_max_rows_) {
     for (int t = 0; t < count; ++t)
       if (!run(targets[t].w, x, m, targets[t].y, error)) return false;
     return true;
@@ -103,7 +103,7 @@ bool Matmul::run_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const 
                         float* up_scratch, std::string* error) {
   if (m <= 0) return true;
   if (!aligned_activations(x, error)) return false;
-  if (gate.type != GgmlType::F32 && up.type != GgmlType::F32 && m <= kGemvMaxRows) {
+  if (gate.type != GgmlType::F32 && up.type != GgmlType::F32 && m <= gemv_max_rows_) {
     gemv_quantized_swiglu(gate, up, x, int(m), out, stream_);
     return true;
   }
@@ -117,7 +117,7 @@ bool Matmul::run(const DeviceMatrix& w, const float* x, std::int64_t m, float* y
   if (m <= 0) return true;
   if (!aligned_activations(x, error)) return false;
   if (w.type == GgmlType::F32) return sgemm(static_cast<const float*>(w.data), w.rows, w.cols, x, m, y, w.rows, error);
-  if (m <= kGemvMaxRows) {
+  if (m <= gemv_max_rows_) {
     gemv_quantized(w, x, int(m), y, stream_);
     return true;
   }

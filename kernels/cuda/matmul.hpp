@@ -95,6 +95,12 @@ class Matmul {
   bool run_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, std::int64_t m, float* out,
                   float* up_scratch, std::string* error);
 
+  // Products of at most this many activation rows take the GEMV (kGemvMaxRows by
+  // default; 0: none, every quantized product takes the tensor-core GEMM or cuBLAS). To
+  // measure where the GEMV should hand over (ARBOR_CUDA_GEMV_MAX_ROWS in the engine).
+  void set_gemv_max_rows(int rows) { gemv_max_rows_ = rows < 0 ? 0 : rows > kGemvMaxRows ? kGemvMaxRows : rows; }
+  int gemv_max_rows() const { return gemv_max_rows_; }
+
   // Whether run() / run_group() of `m` rows on `w` only launches kernels: no cuBLAS call
   // (F32 weights, prefill-sized GEMMs), which a CUDA graph capture may not hold.
   static bool kernels_only(const DeviceMatrix& w, std::int64_t m) {
@@ -120,7 +126,7 @@ class Matmul {
              std::int64_t ldy, std::string* error);
   // x [m][cols] rounded to f16 into x_half_; null with `error` when it cannot be allocated.
   const __half* activations_to_half(const float* x, std::int64_t m, std::int64_t cols, std::string* error);
-  // y [m][w.rows] = x_half * W^T, W quantized and m > kGemvMaxRows: gemm_quantized up to
+  // y [m][w.rows] = x_half * W^T, W quantized and m past the GEMV: gemm_quantized up to
   // kQuantizedGemmMaxRows rows, else f16 tiles of W and cuBLAS GemmEx.
   bool gemm_half(const DeviceMatrix& w, const __half* x_half, std::int64_t m, float* y, std::string* error);
 
@@ -128,6 +134,7 @@ class Matmul {
   cudaStream_t stream_ = nullptr;
   DeviceBuffer weight_tile_;  // one dequantized tile of weight rows, f16
   DeviceBuffer x_half_;       // the activations of a GEMM, f16
+  int gemv_max_rows_ = kGemvMaxRows;
 };
 
 }  // namespace arbor::kernels::cuda

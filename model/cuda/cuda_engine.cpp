@@ -241,6 +241,8 @@ class CudaEngine final : public Engine {
     graphs_ = !switched_off("ARBOR_CUDA_GRAPHS");
     replay_graphs_ = !switched_off("ARBOR_CUDA_GRAPH_REPLAY");
     tensor_core_attention_ = !switched_off("ARBOR_CUDA_TENSOR_CORE_ATTENTION");
+    if (const char* rows = std::getenv("ARBOR_CUDA_GEMV_MAX_ROWS"); rows != nullptr && *rows != '\0')
+      matmul_.set_gemv_max_rows(std::atoi(rows));
     return {};
   }
 
@@ -251,7 +253,8 @@ class CudaEngine final : public Engine {
            std::to_string(info_.minor) + ", " + std::to_string(info_.total_bytes >> 30) + " GiB; weights " +
            std::to_string(weights_ ? weights_->device_bytes >> 20 : 0) + " MiB; decode steps as CUDA graphs: " +
            (graphs_ ? (replay_graphs_ ? "on" : "on, captured every step") : "off") +
-           "; tensor-core attention: " + (tensor_core_attention_ ? "on" : "off") + ")";
+           "; tensor-core attention: " + (tensor_core_attention_ ? "on" : "off") + "; GEMV up to " +
+           std::to_string(matmul_.gemv_max_rows()) + " rows)";
   }
   std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
 

@@ -78,7 +78,10 @@ Result<Pass> run_batch(Runtime& rt, const std::vector<int>& max_tokens, bool con
   for (auto& h : handles) {
     auto r = h.result();
     if (!r) return std::unexpected(r.error());
-    if (constrained && whole_documents && !r->json) return fail(ErrorCode::failed, "a constrained row ended before its document: " + r->text);
+    if (constrained && whole_documents && !r->json)
+      return fail(ErrorCode::failed, "warm-up row " + std::to_string(pass.tokens.size()) +
+                                         " ran out of tokens before its JSON document was complete (" + r->text +
+                                         "); raise --max-tokens, or pass --partial-documents (synthetic weights)");
     pass.tokens.push_back(int(r->generated_tokens));
   }
   pass.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

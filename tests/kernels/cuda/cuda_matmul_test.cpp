@@ -127,6 +127,49 @@ TEST_F(CudaMatmul, SwigluMatchesTheReferenceProductsGated) {
   }
 }
 
+// With the GEMV handing over at fewer rows (set_gemv_max_rows), products of 1-8 rows take
+// the tensor-core GEMM (its fragments mostly past m): within the f16 tolerance of the
+// reference, and not the GEMV's f32 result. The group and the SwiGLU follow the same
+// switch.
+TEST_F(CudaMatmul, PastTheGemvsRowsFewRowsTakeTheTensorCoreGemm) {
+  std::mt19937 rng(12);
+  const std::int64_t rows = 40, cols = 576;
+  const auto bytes = random_weights(rng, GgmlType::Q4_0, rows, cols);
+  DeviceBuffer d_w;
+  const DeviceMatrix w = upload(GgmlType::Q4_0, bytes, rows, cols, d_w);
+  for (int max_rows : {0, 2}) {
+    for (std::int64_t m : {1, 3, 8}) {
+      SCOPED_TRACE("GEMV up to " + std::to_string(max_rows) + " rows, m " + std::to_string(m));
+      const auto x = random_floats(rng, std::size_t(m * cols));
+      auto d_x = to_device(x);
+      const std::size_t n = std::size_t(m * rows);
+      DeviceBuffer d_gemv = to_device(std::vector<float>(n)), d_y = to_device(std::vector<float>(n));
+      DeviceBuffer d_group = to_device(std::vector<float>(n)), d_scratch = to_device(std::vector<float>(n));
+      DeviceBuffer d_swiglu = to_device(std::vector<float>(n)), d_swiglu_gemv = to_device(std::vector<float>(n));
+      mm.set_gemv_max_rows(kGemvMaxRows);
+      ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_gemv.as<float>(), &error)) << error;
+      ASSERT_TRUE(mm.run_swiglu(w, w, d_x.as<float>(), m, d_swiglu_gemv.as<float>(), d_scratch.as<float>(), &error));
+      mm.set_gemv_max_rows(max_rows);
+      EXPECT_EQ(mm.gemv_max_rows(), max_rows);
+      ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_y.as<float>(), &error)) << error;
+      const MatmulTarget target{w, d_group.as<float>()};
+      ASSERT_TRUE(mm.run_group(&target, 1, d_x.as<float>(), m, &error)) << error;
+      ASSERT_TRUE(mm.run_swiglu(w, w, d_x.as<float>(), m, d_swiglu.as<float>(), d_scratch.as<float>(), &error));
+      const Reference ref = reference_product(WeightMatrix{GgmlType::Q4_0, bytes.data(), rows, cols}, x, m);
+      const auto got = to_host<float>(d_y, n), gemv = to_host<float>(d_gemv, n);
+      const bool gemv_path = m <= max_rows;
+      expect_close(got, ref.want, ref.bound, gemv_path ? kF32Tolerance : kHalfTolerance, "run");
+      if (gemv_path) {
+        EXPECT_EQ(got, gemv);
+      } else {
+        EXPECT_NE(got, gemv) << "the GEMM rounds the activations to f16";
+      }
+      EXPECT_EQ(to_host<float>(d_group, n), got) << "a group of one is run()";
+      EXPECT_EQ(to_host<float>(d_swiglu, n) == to_host<float>(d_swiglu_gemv, n), gemv_path);
+    }
+  }
+}
+
 // A group (Q, K, V of different heights and types; or with an F32 member, or more rows
 // than the GEMV takes, which run one matmul each) gives each target exactly what run()
 // gives it alone.
