@@ -198,37 +198,36 @@ TEST(CudaEngine, TokenRowsFollowTheirLogits) {
   EXPECT_EQ(gpu.pool->num_used(), 0);
 }
 
-// Overlap: a step queued behind another (not yet collected) reads that step's argmax ids
-// on the device as its future tokens (the shared check of
-// tests/model/future_tokens_check.hpp). On the F32 tiny model every step launches kernel
-// by kernel; on the quantized SmolLM2 shape every step is a CUDA graph, updated in place
-// while the launch before it is still queued.
-TEST(CudaEngine, SubmittedStepsTakeFutureTokensFromTheStepBefore) {
-  ARBOR_REQUIRE_CUDA();
+// Runs an overlap check (a function of engine, pool, tolerance) on the tiny F32 model,
+// whose steps launch kernel by kernel, and on the quantized SmolLM2 shape, whose steps
+// are CUDA graphs (updated in place while the launch before is still queued).
+template <class Check>
+void on_launched_and_graphed_steps(Check check) {
   auto tiny = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
   auto quantized = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
   for (const auto* m : {&tiny, &quantized}) {
     Side gpu(cuda_engine(**m), 16, 64);
     ASSERT_TRUE(gpu.engine);
     EXPECT_TRUE(gpu.engine->asynchronous());
-    testing::expect_future_tokens_follow_argmax(*gpu.engine, *gpu.pool, 1e-5f);
+    check(*gpu.engine, *gpu.pool, 1e-5f);
     EXPECT_EQ(gpu.pool->num_used(), 0);
   }
 }
 
-// Late masks: the step's forward is queued (a graph on the quantized model) and its draws
-// wait for supply_masks(); a step like it with no late masks must not replay its graph
-// (the shared check of tests/model/late_masks_check.hpp).
+// Overlap: a step queued behind another (not yet collected) reads that step's argmax ids
+// on the device as its future tokens (the shared check of
+// tests/model/future_tokens_check.hpp).
+TEST(CudaEngine, SubmittedStepsTakeFutureTokensFromTheStepBefore) {
+  ARBOR_REQUIRE_CUDA();
+  on_launched_and_graphed_steps(testing::expect_future_tokens_follow_argmax);
+}
+
+// Late masks: the step's forward is queued and its draws wait for supply_masks(); a step
+// like it with no late masks must not replay its graph (the shared check of
+// tests/model/late_masks_check.hpp).
 TEST(CudaEngine, LateMasksDrawAsMasksGivenUpFront) {
   ARBOR_REQUIRE_CUDA();
-  auto tiny = load(testing::write_tiny_llama(testing::TinyLlamaShape{}, 7));
-  auto quantized = synthetic("smollm2-135m", 2, kernels::GgmlType::Q4_1);
-  for (const auto* m : {&tiny, &quantized}) {
-    Side gpu(cuda_engine(**m), 16, 64);
-    ASSERT_TRUE(gpu.engine);
-    testing::expect_late_masks_draw_as_masks_given_up_front(*gpu.engine, *gpu.pool, 1e-5f);
-    EXPECT_EQ(gpu.pool->num_used(), 0);
-  }
+  on_launched_and_graphed_steps(testing::expect_late_masks_draw_as_masks_given_up_front);
 }
 
 // Kernels per layer of a batch-1 decode step over a short context (each costs the
