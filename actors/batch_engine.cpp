@@ -313,8 +313,10 @@ BatchEngine::BatchShape BatchEngine::run_batch() {
   const bool queued = !next.rows.empty() && submit(next);
   if (in_flight_) collect_in_flight();
   if (queued) {
-    supply_late_masks(next);
     in_flight_ = std::move(next);
+    // Refused masks leave the step's draws unrun: it is collected (dropped) at once, so
+    // that the engine takes the next step.
+    if (!supply_late_masks(*in_flight_)) collect_in_flight();
   }
   if (!overlap_ && in_flight_) collect_in_flight();
   return shape;
@@ -373,21 +375,22 @@ BatchEngine::Submitted BatchEngine::schedule() {
 
 // The masks of the step's mask_later rows, its constraints now past the token the row
 // feeds (collected with the step before). A row whose sequence has finished or failed
-// meanwhile draws unmasked: its token is dropped. If the engine refuses them, the
-// step's sequences fail (the step is still collected, with an error).
-void BatchEngine::supply_late_masks(Submitted& s) {
+// meanwhile draws unmasked: its token is dropped. False when the engine refuses them:
+// the step's sequences have failed.
+bool BatchEngine::supply_late_masks(Submitted& s) {
   std::vector<std::span<const std::uint64_t>> masks;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
     if (!s.steps[i].mask_later) continue;
     Live& l = *s.rows[i];
     masks.push_back(l.p.done ? l.constraint->allowed().words() : std::span<const std::uint64_t>());
   }
-  if (masks.empty()) return;
+  if (masks.empty()) return true;
   const auto start = std::chrono::steady_clock::now();
   const auto ok = config_.engine->supply_masks(masks);
   forward_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!ok)
     for (Live* l : s.rows) fail_live(*l, ok.error());
+  return ok.has_value();
 }
 
 // Queues the step on the engine; on failure its sequences fail and false. Each row's

@@ -238,7 +238,7 @@ class BatchEngine {
   BatchShape run_batch();
   Submitted schedule();
   bool submit(Submitted& s);
-  void supply_late_masks(Submitted& s);
+  bool supply_late_masks(Submitted& s);
   void collect(Submitted& s);
   void collect_in_flight();
   // One debug line per step (common/log.hpp): the batch, the queue, cache hits and

@@ -44,6 +44,7 @@ class RecordingEngine final : public model::Engine {
   }
   Result<void> supply_masks(std::span<const std::span<const std::uint64_t>> masks) override {
     for (const auto& m : masks) late_masks += !m.empty();
+    if (refuse_masks) return fail(ErrorCode::internal, "the device refused the masks");
     return inner_->supply_masks(masks);
   }
   Result<void> collect(model::StepOutput& out) override {
@@ -53,6 +54,7 @@ class RecordingEngine final : public model::Engine {
   }
 
   std::chrono::milliseconds collect_wait{0};
+  bool refuse_masks = false;  // supply_masks() fails (a device error), leaving the step's draws unrun
   int in_flight = 0, max_in_flight = 0;
   std::size_t rows = 0, future_rows = 0, logit_rows = 0, masked_rows = 0;
   std::size_t late_rows = 0, late_masks = 0;  // rows with mask_later; the masks supplied for them
@@ -194,6 +196,39 @@ TEST(BatchEngineOverlap, SchemaRowsTakeLateMasksAndSampledAndGreedyRowsMatch) {
   EXPECT_EQ(piped.engine->late_masks, direct.engine->masked_rows - 1);
   EXPECT_LE(piped.engine->late_rows, piped.engine->late_masks + 1);
   EXPECT_EQ(piped.engine->max_in_flight, 2);
+  piped.h.expect_clean();
+}
+
+// The engine refuses a step's late masks (a device error): that step's draws never run,
+// so every sequence with a row in it fails with the engine's error, whether or not the
+// row was constrained; the step is still collected (the engine drops it), sequences
+// outside it go on, and no page stays locked.
+TEST(BatchEngineOverlap, RefusedLateMasksFailTheirStepsSequencesAndLeakNothing) {
+  Scheduler piped(true);
+  SeqRequest json;
+  json.tenant = "t";
+  json.prompt = chat_prompt("You reply with one JSON document and nothing else.", "Describe a colour as JSON.");
+  json.sampling.max_tokens = 40;
+  json.json_schema = R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})";
+  const std::uint64_t constrained = piped.h.submit(json);
+  const std::uint64_t free = piped.h.submit(chat_prompt(shared_system(), "Count to five."), 12);
+  for (int i = 0; i < 100 && piped.engine->late_rows == 0; ++i) ASSERT_TRUE(piped.h.step_checked());
+  ASSERT_GT(piped.engine->late_rows, 0u) << "no step took a late mask";
+  // The next step's late masks are refused.
+  piped.engine->refuse_masks = true;
+  ASSERT_TRUE(piped.h.step_checked());
+  piped.engine->refuse_masks = false;
+  const std::uint64_t after = piped.h.submit(chat_prompt(shared_system(), "Name a colour."), 4);
+  piped.h.drain_checked();
+  for (std::uint64_t id : {constrained, free}) {
+    const SeqResult& r = piped.h.results.at(id);
+    EXPECT_FALSE(r.ok) << id;
+    EXPECT_NE(r.error.find("refused the masks"), std::string::npos) << r.error;
+  }
+  const SeqResult& later = piped.h.results.at(after);
+  ASSERT_TRUE(later.ok) << later.error;
+  EXPECT_EQ(later.generated_tokens, 4u);
+  EXPECT_EQ(piped.engine->in_flight, 0);
   piped.h.expect_clean();
 }
 
