@@ -17,59 +17,8 @@ __device__ __forceinline__ float load_f16(const std::uint8_t* p) {
   return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
 }
 
-// Byte j (0..15) of 16 bytes read as one 128-bit load.
-__device__ __forceinline__ unsigned byte_of(const uint4& v, int j) {
-  const unsigned word = j < 4 ? v.x : j < 8 ? v.y : j < 12 ? v.z : v.w;
-  return (word >> (8 * (j % 4))) & 0xFFu;
-}
-
-// The 32 values of block `block` of row `row` of a quantized matrix (Q4_0, Q4_1, Q8_0):
-// its quants in one (Q4) or two (Q8_0) 128-bit loads, its scale(s) in one more.
-__device__ __forceinline__ void dequantize_block(const DeviceMatrix& w, std::int64_t row, std::int64_t block,
-                                                 float out[32]) {
-  const BlockPlanes planes = block_planes(w.type);
-  const std::int64_t blocks_per_row = w.cols / 32, index = row * blocks_per_row + block;
-  const auto* base = static_cast<const std::uint8_t*>(w.data);
-  const auto* quants = reinterpret_cast<const uint4*>(base + index * planes.quant_bytes);
-  const std::uint8_t* scale = base + w.rows * blocks_per_row * planes.quant_bytes + index * planes.scale_bytes;
-  switch (w.type) {
-    case GgmlType::Q4_0: {
-      const float d = load_f16(scale);
-      const uint4 q = quants[0];
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const unsigned b = byte_of(q, j);
-        out[j] = float(int(b & 0xF) - 8) * d;
-        out[j + 16] = float(int(b >> 4) - 8) * d;
-      }
-      return;
-    }
-    case GgmlType::Q4_1: {
-      const float d = load_f16(scale), m = load_f16(scale + 2);
-      const uint4 q = quants[0];
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const unsigned b = byte_of(q, j);
-        out[j] = float(b & 0xF) * d + m;
-        out[j + 16] = float(b >> 4) * d + m;
-      }
-      return;
-    }
-    default: {  // Q8_0
-      const float d = load_f16(scale);
-      const uint4 lo = quants[0], hi = quants[1];
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        out[j] = float(static_cast<std::int8_t>(byte_of(lo, j))) * d;
-        out[j + 16] = float(static_cast<std::int8_t>(byte_of(hi, j))) * d;
-      }
-      return;
-    }
-  }
-}
-
-// A weight block as the GEMV holds it in registers: its quants (one 128-bit word for
-// Q4_0/Q4_1, two for Q8_0) and scales, loaded before any of them is used.
+// A weight block in registers: its quants (one 128-bit word for Q4_0/Q4_1, two for
+// Q8_0) and scales (the GEMV loads several before it uses any).
 template <GgmlType kType>
 struct QuantBlock {
   static constexpr int kWords = kType == GgmlType::Q8_0 ? 2 : 1;
@@ -98,10 +47,14 @@ __device__ __forceinline__ float byte_as_float(unsigned bytes, int k, float bias
   return __int_as_float(int(__byte_perm(bytes, 0x4B000000u, 0x7440u | unsigned(k)))) - (8388608.f + bias);
 }
 
-__device__ __forceinline__ unsigned word_of(const uint4& v, int k) { return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w; }
+// 32-bit word k (0..3) of 16 bytes read as one 128-bit load.
+__device__ __forceinline__ unsigned word_of(const uint4& v, int k) {
+  return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
+}
 
-// The block's 32 values, exactly those of dequantize_block, without an integer-to-float
-// conversion (a quarter-rate instruction): each quant becomes a float by byte_as_float.
+// The block's 32 values, as ggml's dequantize_row_* gives them, without an
+// integer-to-float conversion (a quarter-rate instruction): each quant becomes a float
+// by byte_as_float.
 template <GgmlType kType>
 __device__ __forceinline__ void block_values(const QuantBlock<kType>& b, float out[32]) {
   if constexpr (kType == GgmlType::Q8_0) {
@@ -128,6 +81,18 @@ __device__ __forceinline__ void block_values(const QuantBlock<kType>& b, float o
         }
       }
     }
+  }
+}
+
+// The 32 values of block `block` of row `row` of a quantized matrix (Q4_0, Q4_1, Q8_0):
+// its quants in one (Q4) or two (Q8_0) 128-bit loads, its scale(s) in one more.
+__device__ __forceinline__ void dequantize_block(const DeviceMatrix& w, std::int64_t row, std::int64_t block,
+                                                 float out[32]) {
+  const std::int64_t index = row * (w.cols / 32) + block;
+  switch (w.type) {
+    case GgmlType::Q4_0: return block_values(load_quant_block<GgmlType::Q4_0>(w, index), out);
+    case GgmlType::Q4_1: return block_values(load_quant_block<GgmlType::Q4_1>(w, index), out);
+    default: return block_values(load_quant_block<GgmlType::Q8_0>(w, index), out);
   }
 }
 
