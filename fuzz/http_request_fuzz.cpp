@@ -1,7 +1,7 @@
 // Fuzzes the server's request handling from the bytes on the wire: each input is what
-// a client writes on one connection. Beast's parser reads request after request with
-// the session's limits (16 KiB of headers, limits.max_body_bytes of body), and each
-// complete request goes to the Api (routing, auth, admission, JSON bodies, OpenAI
+// a client writes on one connection. The session's RequestReader (Beast's parser with
+// the session's limits) reads request after request, and each complete request goes
+// to the Api (routing, auth, admission, JSON bodies, OpenAI
 // validation, workflow runs through the real loader) over a synchronous backend.
 //
 // Invariants, per request: nothing throws out of Api::handle; an answer is given (a
@@ -11,20 +11,19 @@
 #include <cstdint>
 #include <string>
 
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <string_view>
 
 #include "fuzz/fuzz_check.hpp"
 #include "fuzz/sync_backend.hpp"
 #include "runtime/server/api.hpp"
+#include "runtime/server/request_reader.hpp"
 
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace http = boost::beast::http;
 using namespace arbor::server;
 
-constexpr std::uint32_t kHeaderLimit = 16 * 1024;  // as runtime/server/http_session.cpp
+constexpr std::size_t kReadSize = 4096;  // as the session's reads (runtime/server/http_session.hpp)
 
 ServerConfig fuzz_config() {
   ServerConfig c;
@@ -40,7 +39,7 @@ ServerConfig fuzz_config() {
   return c;
 }
 
-void serve(Api& api, http::request<http::string_body>& req) {
+void serve(Api& api, RequestReader::Request req) {
   HttpRequest request;
   request.method = std::string(req.method_string());
   request.target = std::string(req.target());
@@ -61,25 +60,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const ServerConfig config = fuzz_config();
   arbor::fuzz::SyncBackend backend;
   Api api(config, backend);
-  boost::asio::const_buffer rest(data, size);
-  while (rest.size() > 0) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(kHeaderLimit);
-    parser.body_limit(config.max_body_bytes);
-    parser.eager(true);
-    beast::error_code ec;
-    while (rest.size() > 0 && !parser.is_done()) {
-      const std::size_t n = parser.put(rest, ec);
-      rest += n;
-      if (ec == http::error::need_more) ec = {};
-      if (ec || n == 0) break;
-    }
-    if (!parser.is_done()) {
-      // The connection ends here: a request without a length ends with it.
-      if (!ec) parser.put_eof(ec);
-      if (ec || !parser.is_done()) return 0;
-    }
-    serve(api, parser.get());
+  // As the session reads: 4 KiB at a time, each parsed as it comes (a request may span
+  // reads). Then the client's end of stream: the session parses once more with no new
+  // bytes, and closes; a partial request is dropped.
+  RequestReader reader(config.max_body_bytes);
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  auto parse = [&] {
+    boost::beast::error_code ec;
+    RequestReader::Status status;
+    while ((status = reader.read(ec)) == RequestReader::Status::request) serve(api, reader.take());
+    return status;
+  };
+  for (std::size_t at = 0; at < bytes.size(); at += kReadSize) {
+    reader.append(bytes.substr(at, kReadSize));
+    // An error: the session answers 400/413/431 and closes.
+    if (parse() == RequestReader::Status::error) return 0;
   }
+  parse();
   return 0;
 }

@@ -50,7 +50,7 @@ for t in "${targets[@]}"; do
       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=3072 -max_len=16384 \
       -print_final_stats=1 -artifact_prefix="$findings/" >"$build/$t.log" 2>&1; then
     echo "[arbor] fuzz: $t FAILED; the input is in $findings/, the report in $build/$t.log:"
-    grep -E "ERROR|invariant|what\(\)|SUMMARY|Test unit written| in arbor::" "$build/$t.log" | head -20 || true
+    grep -E "ERROR|invariant|Assertion|runtime error|what\(\)|SUMMARY|Test unit written| in arbor::" "$build/$t.log" | head -20 || true
     status=1
   else
     grep -E "stat::number_of_executed_runs|cov: .*corp:" "$build/$t.log" | tail -2 | sed 's/^/[arbor]   /'

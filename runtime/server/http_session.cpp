@@ -17,7 +17,6 @@ namespace net = boost::asio;
 namespace {
 constexpr auto kReadTimeout = std::chrono::seconds(30);    // to receive a whole request
 constexpr auto kLingerTimeout = std::chrono::seconds(2);   // to drain the client before closing
-constexpr std::uint32_t kHeaderLimit = 16 * 1024;
 constexpr std::size_t kReadAhead = 64 * 1024;  // pipelined bytes kept while a request is in flight
 constexpr std::string_view kLastChunk = "0\r\n\r\n";
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -34,14 +33,6 @@ std::string chunk(std::string_view data) {
   return std::string(size) + std::string(data) + "\r\n";
 }
 
-// RFC 9112 2.2: empty lines before a request line are ignored.
-void skip_empty_lines(beast::flat_buffer& buffer) {
-  const auto* p = static_cast<const char*>(buffer.data().data());
-  std::size_t n = 0;
-  while (n < buffer.size() && (p[n] == '\r' || p[n] == '\n')) ++n;
-  buffer.consume(n);
-}
-
 // Whether the peer reset the connection (Linux: the socket is in state CLOSE).
 bool peer_reset(net::ip::tcp::socket& socket) {
   tcp_info info{};
@@ -56,7 +47,10 @@ bool expects_continue(const http::request<http::string_body>& req) {
 }  // namespace
 
 HttpSession::HttpSession(net::ip::tcp::socket socket, SessionShared& shared)
-    : stream_(std::move(socket)), deadline_(stream_.get_executor()), shared_(shared) {
+    : stream_(std::move(socket)),
+      deadline_(stream_.get_executor()),
+      reader_(shared.config.max_body_bytes),
+      shared_(shared) {
   ++shared_.num_sessions;
 }
 
@@ -94,9 +88,9 @@ void HttpSession::await_request() {
 // the session alive (the exchange holds it weakly) and notices the client going away.
 void HttpSession::read_more() {
   if (reading_ || closed_ || peer_eof_) return;
-  if (exchange_ && buffer_.size() >= kReadAhead) return watch_for_reset();  // enough: the client waits
+  if (exchange_ && reader_.buffered() >= kReadAhead) return watch_for_reset();  // enough: the client waits
   reading_ = true;
-  // Into a buffer of its own: parse() may consume buffer_ while this read is pending.
+  // Into a buffer of its own: parse() may consume the reader's bytes while this read is pending.
   stream_.async_read_some(net::buffer(chunk_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
     self->on_read(ec, n);
   });
@@ -115,7 +109,7 @@ void HttpSession::on_read(beast::error_code ec, std::size_t n) {
     cancel_request();
     return close();
   }
-  buffer_.commit(net::buffer_copy(buffer_.prepare(n), net::buffer(chunk_, n)));
+  reader_.append(std::string_view(chunk_.data(), n));
   if (exchange_) return read_more();  // read ahead: the next request waits for this reply
   parse();
 }
@@ -124,37 +118,25 @@ void HttpSession::on_read(beast::error_code ec, std::size_t n) {
 // for later. Dispatches a complete request, or reads on.
 void HttpSession::parse() {
   if (closed_ || lingering_ || exchange_) return;
-  for (;;) {
-    if (!parser_) {
-      skip_empty_lines(buffer_);
-      if (buffer_.size() == 0) break;
-      parser_.emplace();
-      parser_->header_limit(kHeaderLimit);
-      parser_->body_limit(shared_.config.max_body_bytes);
-      parser_->eager(true);
-      continue_sent_ = false;
-    }
-    beast::error_code ec;
-    const std::size_t used = parser_->put(buffer_.data(), ec);
-    buffer_.consume(used);
-    if (ec == http::error::need_more) break;
-    if (ec) return on_parse_error(ec);
-    if (parser_->is_done()) return dispatch();
-    if (used == 0) break;
+  beast::error_code ec;
+  switch (reader_.read(ec)) {
+    case RequestReader::Status::request: return dispatch();
+    case RequestReader::Status::error: return on_parse_error(ec);
+    case RequestReader::Status::need_more: break;
   }
   if (peer_eof_) return close();  // nothing more will come: a partial request is dropped
-  if (parser_ && parser_->is_header_done() && !continue_sent_ && expects_continue(parser_->get())) send_continue();
+  if (reader_.header_done() && !continue_sent_ && expects_continue(reader_.partial())) send_continue();
   read_more();
 }
 
 void HttpSession::on_parse_error(beast::error_code ec) {
   keep_alive_ = false;
-  parser_.reset();
+  reader_.reset();
   if (ec == http::error::body_limit)
     return reply_now(413, error_body(payload_too_large(shared_.config.max_body_bytes)));
   if (ec == http::error::header_limit) {
     ApiError e{431, "invalid_request_error", "header_too_large",
-               "request header is larger than " + std::to_string(kHeaderLimit) + " bytes", ""};
+               "request header is larger than " + std::to_string(RequestReader::kHeaderLimit) + " bytes", ""};
     return reply_now(431, error_body(e));
   }
   reply_now(400, error_body(bad_request("malformed_http", "malformed HTTP request: " + ec.message())));
@@ -175,7 +157,8 @@ void HttpSession::send_continue() {
 
 void HttpSession::dispatch() {
   deadline_.cancel();
-  auto& req = parser_->get();
+  RequestReader::Request req = reader_.take();
+  continue_sent_ = false;  // for the next request
   version_ = req.version();
   keep_alive_ = req.keep_alive() && !shared_.draining;
   HttpRequest request;
@@ -183,7 +166,6 @@ void HttpSession::dispatch() {
   request.target = std::string(req.target());
   request.authorization = std::string(req[http::field::authorization]);
   request.body = std::move(req.body());
-  parser_.reset();
   head_written_ = chunked_ = probe_due_ = false;
   std::weak_ptr<HttpSession> weak = weak_from_this();
   exchange_ = std::make_shared<Exchange>([weak] {

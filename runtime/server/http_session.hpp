@@ -26,6 +26,7 @@
 #include <boost/beast/http.hpp>
 
 #include "runtime/server/api.hpp"
+#include "runtime/server/request_reader.hpp"
 
 namespace arbor::server {
 
@@ -74,9 +75,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   boost::beast::tcp_stream stream_;
   boost::asio::steady_timer deadline_;  // bounds the wait for a whole request, and lingering
-  boost::beast::flat_buffer buffer_;    // bytes read and not parsed yet
   std::array<char, 4096> chunk_;        // the pending read's bytes
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  RequestReader reader_;                // bytes read and not parsed yet, the request being read
   SessionShared& shared_;
   std::shared_ptr<Exchange> exchange_;  // the request in flight
   std::shared_ptr<boost::beast::http::response<boost::beast::http::string_body>> response_;
