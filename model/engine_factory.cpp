@@ -13,7 +13,7 @@ Result<std::unique_ptr<Engine>> make_engine(const LlamaConfig& config, const Lla
   auto device = resolve_device(options.device);
   if (!device) return std::unexpected(device.error());
 #if ARBOR_HAS_CUDA
-  if (*device == Device::cuda) return make_cuda_engine(config, weights);
+  if (*device == Device::cuda) return make_cuda_engine(config, weights, options.precision);
 #endif
   return std::make_unique<CpuEngine>(config, weights, options.num_threads, options.precision);
 }

@@ -17,7 +17,9 @@ class Model;
 struct EngineOptions {
   Device device = Device::automatic;  // resolve_device() says what automatic picks
   int num_threads = 0;                // CPU engine threads; 0 = all hardware threads
-  kernels::MatmulPrecision precision = kernels::MatmulPrecision::accurate;  // CPU int8 matmuls
+  // How int8 matmuls round activations: the CPU's (two int8 terms, or one when fast);
+  // the CUDA GEMV's (f32, or int8 when fast).
+  kernels::MatmulPrecision precision = kernels::MatmulPrecision::accurate;
 };
 
 // The engine for `options.device`. unsupported (with what to do) when cuda is asked of

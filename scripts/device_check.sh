@@ -10,7 +10,9 @@
 #      on cuda (cached == uncached, no page leaked after cancel);
 #   3. synthetic models: SmolLM2-135M shape (Q4_1) and Llama-3-8B shape (Q4_0);
 #   4. `arbor bench engine --device cuda --prompt 512,4096 --batch 1,8,64` on both (the
-#      issue's prefill and aggregate-decode figures), `arbor bench workflow --device cuda
+#      issue's prefill and aggregate-decode figures; bench engine runs both precisions:
+#      accurate keeps the decode GEMV's activations f32, fast rounds them to int8 for
+#      __dp4a products), `arbor bench workflow --device cuda
 #      --agents 1,8,64 --prefix-documents 4` (a ~4.2k-token SharedPrefix) on the SmolLM2
 #      shape; the SmolLM2 shape's decode again with ARBOR_CUDA_GRAPHS=0 (what the CUDA
 #      graphs save: decode steps launched kernel by kernel) and ARBOR_CUDA_GRAPH_REPLAY=0

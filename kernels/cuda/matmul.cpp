@@ -78,14 +78,24 @@ const __half* Matmul::activations_to_half(const float* x, std::int64_t m, std::i
   return x_half_.as<__half>();
 }
 
+bool Matmul::activations_to_q8(const float* x, std::int64_t m, std::int64_t cols, Q8Activations* out,
+                               std::string* error) {
+  if (!x_q8_.reserve(q8_bytes(m, cols), error)) return false;
+  auto* q = x_q8_.as<std::int8_t>();
+  auto* ds = reinterpret_cast<float*>(q + m * cols);  // cols is a multiple of 32: 4-byte aligned
+  quantize_activations_q8(x, m * cols, q, ds, stream_);
+  *out = Q8Activations{q, ds};
+  return true;
+}
+
 bool Matmul::run_group(const MatmulTarget* targets, int count, const float* x, std::int64_t m, std::string* error) {
   if (m <= 0) return true;
   if (!aligned_activations(x, error)) return false;
   const bool quantized = std::all_of(targets, targets + count,
                                      [](const MatmulTarget& t) { return t.w.type != GgmlType::F32; });
   if (quantized && m <= gemv_max_rows_ && count <= kMaxGroupedMatrices) {
-    gemv_quantized_group(targets, count, x, int(m), stream_);
-    return true;
+    return gemv_with(x, m, targets[0].w.cols, error,
+                     [&](auto acts) { gemv_quantized_group(targets, count, acts, int(m), stream_); });
   }
   if (!quantized || m <= gemv_max_rows_) {
     for (int t = 0; t < count; ++t)
@@ -104,8 +114,8 @@ bool Matmul::run_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const 
   if (m <= 0) return true;
   if (!aligned_activations(x, error)) return false;
   if (gate.type != GgmlType::F32 && up.type != GgmlType::F32 && m <= gemv_max_rows_) {
-    gemv_quantized_swiglu(gate, up, x, int(m), out, stream_);
-    return true;
+    return gemv_with(x, m, gate.cols, error,
+                     [&](auto acts) { gemv_quantized_swiglu(gate, up, acts, int(m), out, stream_); });
   }
   const MatmulTarget targets[] = {{gate, out}, {up, up_scratch}};
   if (!run_group(targets, 2, x, m, error)) return false;
@@ -118,8 +128,7 @@ bool Matmul::run(const DeviceMatrix& w, const float* x, std::int64_t m, float* y
   if (!aligned_activations(x, error)) return false;
   if (w.type == GgmlType::F32) return sgemm(static_cast<const float*>(w.data), w.rows, w.cols, x, m, y, w.rows, error);
   if (m <= gemv_max_rows_) {
-    gemv_quantized(w, x, int(m), y, stream_);
-    return true;
+    return gemv_with(x, m, w.cols, error, [&](auto acts) { gemv_quantized(w, acts, int(m), y, stream_); });
   }
   const __half* x_half = activations_to_half(x, m, w.cols, error);
   return x_half != nullptr && gemm_half(w, x_half, m, y, error);

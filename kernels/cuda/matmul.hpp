@@ -18,8 +18,12 @@
 //  - A group of matrices applied to the same activations (Q, K, V; gate, up): one GEMV
 //    launch for all of them when each is quantized and m <= kGemvMaxRows, else one matmul
 //    each (the f16 activations converted once); the outputs are the same either way.
-// The GEMV and SGEMM keep activations f32 (the CPU's int8 activation quantization does
-// not apply): the f32 reference product up to summation order. The f16 GEMMs are within
+// The GEMV and SGEMM keep activations f32 by default: the f32 reference product up to
+// summation order. With set_gemv_int8(true) (the engine's precision "fast") the
+// GEMV quantizes the activations to int8 per 32 values first (Q8Activations, as
+// llama.cpp's q8_1 and the CPU's VNNI path) and multiplies quants with __dp4a: about a
+// fifth of the instructions a block, so a GEMV that computes more than it reads may
+// become memory-bound; the product is then the exact one of the rounded activations. The f16 GEMMs are within
 // about 1e-3 of it relative to sum |w| |x| (one f16 rounding of each operand).
 #pragma once
 
@@ -27,6 +31,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -46,16 +51,31 @@ struct MatmulTarget {
   float* y = nullptr;
 };
 
+// Activations rounded to int8 for the GEMV, per block of 32 values of a row: quants
+// q [m][cols] and ds [m][cols / 32][2] = {d, d * sum(q)}, the value being q * d with
+// d = max |x| / 127 (d * sum(q) serves Q4_0's offset and Q4_1's minimum).
+struct Q8Activations {
+  const std::int8_t* q = nullptr;  // 16-byte aligned
+  const float* ds = nullptr;
+};
+
 // Kernels (matmul_kernels.cu); asynchronous on `stream`.
 // y[i][r] = sum_c x[i][c] * W[r][c] for i < m <= kGemvMaxRows, W quantized.
 void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream);
+void gemv_quantized(const DeviceMatrix& w, Q8Activations x, int m, float* y, cudaStream_t stream);
 // out[i][r] = silu(x[i] . gate[r]) * (x[i] . up[r]) for i < m <= kGemvMaxRows, gate and
 // up quantized, of one shape.
 void gemv_quantized_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int m, float* out,
                            cudaStream_t stream);
+void gemv_quantized_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, Q8Activations x, int m, float* out,
+                           cudaStream_t stream);
 // The same for `count` <= kMaxGroupedMatrices quantized matrices of one width, in one
 // launch: each output row is computed exactly as gemv_quantized computes it.
 void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream);
+void gemv_quantized_group(const MatmulTarget* targets, int count, Q8Activations x, int m, cudaStream_t stream);
+// x [n] (n a multiple of 32, rows of a multiple of 32 values) rounded to int8 into q [n]
+// and ds [n / 32][2] (Q8Activations).
+void quantize_activations_q8(const float* x, std::int64_t n, std::int8_t* q, float* ds, cudaStream_t stream);
 // y[i][r] = sum_c x[i][c] * W[r][c] for i < m <= kQuantizedGemmMaxRows, W quantized, x
 // f16 (16-byte aligned rows), on the tensor cores.
 void gemm_quantized(const DeviceMatrix& w, const __half* x, int m, float* y, cudaStream_t stream);
@@ -100,6 +120,9 @@ class Matmul {
   // measure where the GEMV should hand over (ARBOR_CUDA_GEMV_MAX_ROWS in the engine).
   void set_gemv_max_rows(int rows) { gemv_max_rows_ = rows < 0 ? 0 : rows > kGemvMaxRows ? kGemvMaxRows : rows; }
   int gemv_max_rows() const { return gemv_max_rows_; }
+  // Whether the GEMV rounds the activations to int8 (Q8Activations) first; off by default.
+  void set_gemv_int8(bool on) { gemv_int8_ = on; }
+  bool gemv_int8() const { return gemv_int8_; }
 
   // Whether run() / run_group() of `m` rows on `w` only launches kernels: no cuBLAS call
   // (F32 weights, prefill-sized GEMMs), which a CUDA graph capture may not hold.
@@ -109,7 +132,8 @@ class Matmul {
   // Grows the f16 activation scratch for `m` rows of up to `cols` columns now, so that
   // products of that size allocate nothing (as a capture requires).
   bool reserve_activations(std::int64_t m, std::int64_t cols, std::string* error) {
-    return x_half_.reserve(std::size_t(m * cols) * sizeof(__half), error);
+    return x_half_.reserve(std::size_t(m * cols) * sizeof(__half), error) &&
+           (!gemv_int8_ || x_q8_.reserve(q8_bytes(std::min<std::int64_t>(m, kGemvMaxRows), cols), error));
   }
 
   // Where the f16 activations go (a kernel argument of the GEMVs of more than one row).
@@ -118,12 +142,32 @@ class Matmul {
   // The most device memory a Matmul's scratch takes for products of up to `max_rows`
   // activation rows of up to `max_cols` columns.
   static std::size_t scratch_bytes(std::int64_t max_rows, std::int64_t max_cols) {
-    return kMatmulScratchBytes + std::size_t(max_rows * max_cols) * sizeof(__half);
+    return kMatmulScratchBytes + std::size_t(max_rows * max_cols) * sizeof(__half) +
+           q8_bytes(std::min<std::int64_t>(max_rows, kGemvMaxRows), max_cols);
   }
 
  private:
   bool sgemm(const float* w, std::int64_t w_rows, std::int64_t cols, const float* x, std::int64_t m, float* y,
              std::int64_t ldy, std::string* error);
+  // Q8Activations of m rows of `cols` values: the quants, then the scales.
+  static std::size_t q8_bytes(std::int64_t m, std::int64_t cols) {
+    return std::size_t(m * cols) + std::size_t(m * cols / 32) * 2 * sizeof(float);
+  }
+  // x [m][cols] rounded to int8 into x_q8_ (for the GEMV); false with `error` when it
+  // cannot be allocated.
+  bool activations_to_q8(const float* x, std::int64_t m, std::int64_t cols, Q8Activations* out, std::string* error);
+  // launch(activations): x as the GEMV takes it, f32 or (gemv_int8_) rounded to int8 first.
+  template <class Launch>
+  bool gemv_with(const float* x, std::int64_t m, std::int64_t cols, std::string* error, Launch launch) {
+    if (!gemv_int8_) {
+      launch(x);
+      return true;
+    }
+    Q8Activations q8;
+    if (!activations_to_q8(x, m, cols, &q8, error)) return false;
+    launch(q8);
+    return true;
+  }
   // x [m][cols] rounded to f16 into x_half_; null with `error` when it cannot be allocated.
   const __half* activations_to_half(const float* x, std::int64_t m, std::int64_t cols, std::string* error);
   // y [m][w.rows] = x_half * W^T, W quantized and m past the GEMV: gemm_quantized up to
@@ -134,7 +178,9 @@ class Matmul {
   cudaStream_t stream_ = nullptr;
   DeviceBuffer weight_tile_;  // one dequantized tile of weight rows, f16
   DeviceBuffer x_half_;       // the activations of a GEMM, f16
+  DeviceBuffer x_q8_;         // the activations of an int8 GEMV
   int gemv_max_rows_ = kGemvMaxRows;
+  bool gemv_int8_ = false;
 };
 
 }  // namespace arbor::kernels::cuda

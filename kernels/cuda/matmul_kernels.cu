@@ -15,14 +15,71 @@ constexpr int kWarpsPerBlock = 8;
 template <GgmlType kType>
 constexpr int kGemvUnroll = 64 / int(block_planes(kType).quant_bytes);
 
-// Lane `lane`'s share of row r of w times the m <= kRows activation rows, added to
-// acc[i]: blocks lane, lane + 32, ..., kGemvUnroll of them loaded at a time, then each
-// turned into its 32 values once (block_values) and multiplied with the m rows' 32
-// values (eight 128-bit loads each; x is 16-byte aligned: a device buffer, rows of a
-// multiple of 32 floats).
+// Adds block b of a weight row times each of the m <= kRows f32 activation rows to
+// acc[i]: the block turned into its 32 values once (block_values), then multiplied
+// with each row's 32 values (eight 128-bit loads; x is 16-byte aligned: a device
+// buffer, rows of a multiple of 32 floats).
 template <GgmlType kType, int kRows>
-__device__ void gemv_partial(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
-                             float (&acc)[kRows]) {
+__device__ __forceinline__ void accumulate_block(const QuantBlock<kType>& block, const float* __restrict__ x,
+                                                 std::int64_t cols, std::int64_t b, int m, float (&acc)[kRows]) {
+  float v[32];
+  block_values(block, v);
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i >= m) break;
+    const auto* xb = reinterpret_cast<const float4*>(x + std::int64_t(i) * cols + b * 32);
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float4 x4 = xb[j];
+      s = fmaf(v[4 * j], x4.x, s);
+      s = fmaf(v[4 * j + 1], x4.y, s);
+      s = fmaf(v[4 * j + 2], x4.z, s);
+      s = fmaf(v[4 * j + 3], x4.w, s);
+    }
+    acc[i] += s;
+  }
+}
+
+// The same with int8 activations (Q8Activations): the block's quants times the row's,
+// four products a __dp4a, summed exactly in an int; then the scales:
+//   Q8_0: dw dx sum(qw qx);  Q4_0: dw (dx sum(qw qx) - 8 dx sum(qx));
+//   Q4_1: dw dx sum(qw qx) + mw dx sum(qx)   (Q4 quants are 0..15: positive int8s).
+// About 20 instructions a Q4_0 block and row against about 100 (a float per quant).
+template <GgmlType kType, int kRows>
+__device__ __forceinline__ void accumulate_block(const QuantBlock<kType>& block, Q8Activations x, std::int64_t cols,
+                                                 std::int64_t b, int m, float (&acc)[kRows]) {
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    if (i >= m) break;
+    const std::int64_t xblock = std::int64_t(i) * (cols / 32) + b;
+    const auto* xq = reinterpret_cast<const uint4*>(x.q + xblock * 32);  // values 0-15, 16-31
+    const uint4 low = xq[0], high = xq[1];
+    const float dx = x.ds[2 * xblock], dx_sum = x.ds[2 * xblock + 1];
+    int dot = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if constexpr (kType == GgmlType::Q8_0) {
+        dot = __dp4a(int(word_of(block.q[0], k)), int(word_of(low, k)), dot);
+        dot = __dp4a(int(word_of(block.q[1], k)), int(word_of(high, k)), dot);
+      } else {
+        // Byte j of the quants: value j in its low nibble, value j + 16 in its high one.
+        const unsigned word = word_of(block.q[0], k);
+        dot = __dp4a(int(word & 0x0F0F0F0Fu), int(word_of(low, k)), dot);
+        dot = __dp4a(int((word >> 4) & 0x0F0F0F0Fu), int(word_of(high, k)), dot);
+      }
+    }
+    if constexpr (kType == GgmlType::Q8_0) acc[i] += block.d * dx * float(dot);
+    if constexpr (kType == GgmlType::Q4_0) acc[i] += block.d * (dx * float(dot) - 8.f * dx_sum);
+    if constexpr (kType == GgmlType::Q4_1) acc[i] += block.d * dx * float(dot) + block.m * dx_sum;
+  }
+}
+
+// Lane `lane`'s share of row r of w times the m <= kRows activation rows (f32 or int8,
+// X), added to acc[i]: blocks lane, lane + 32, ..., kGemvUnroll of them loaded at a
+// time, then each multiplied with the rows (accumulate_block).
+template <GgmlType kType, int kRows, class X>
+__device__ void gemv_partial(const DeviceMatrix& w, std::int64_t r, int lane, X x, int m, float (&acc)[kRows]) {
   const std::int64_t num_blocks = w.cols / 32, first = r * num_blocks;
   constexpr int kUnroll = kGemvUnroll<kType>;
   for (std::int64_t b0 = lane; b0 < num_blocks; b0 += 32 * kUnroll) {
@@ -34,32 +91,15 @@ __device__ void gemv_partial(const DeviceMatrix& w, std::int64_t r, int lane, co
     for (int u = 0; u < kUnroll; ++u) {
       const std::int64_t b = b0 + 32 * u;
       if (b >= num_blocks) break;
-      float v[32];
-      block_values(blocks[u], v);
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        if (i >= m) break;
-        const auto* xb = reinterpret_cast<const float4*>(x + std::int64_t(i) * w.cols + b * 32);
-        float s = 0.f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float4 x4 = xb[j];
-          s = fmaf(v[4 * j], x4.x, s);
-          s = fmaf(v[4 * j + 1], x4.y, s);
-          s = fmaf(v[4 * j + 2], x4.z, s);
-          s = fmaf(v[4 * j + 3], x4.w, s);
-        }
-        acc[i] += s;
-      }
+      accumulate_block<kType, kRows>(blocks[u], x, w.cols, b, m, acc);
     }
   }
 }
 
 // Row r of w times the m activation rows, summed over the warp: every lane gets
 // out[i]. The type is dispatched once per row (warp-uniform).
-template <int kRows>
-__device__ void gemv_dot(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
-                         float (&out)[kRows]) {
+template <int kRows, class X>
+__device__ void gemv_dot(const DeviceMatrix& w, std::int64_t r, int lane, X x, int m, float (&out)[kRows]) {
   float acc[kRows] = {};
   switch (w.type) {
     case GgmlType::Q4_0: gemv_partial<GgmlType::Q4_0, kRows>(w, r, lane, x, m, acc); break;
@@ -70,9 +110,8 @@ __device__ void gemv_dot(const DeviceMatrix& w, std::int64_t r, int lane, const 
   for (int i = 0; i < kRows; ++i) out[i] = i < m ? warp_sum(acc[i]) : 0.f;
 }
 
-template <int kRows>
-__device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, const float* __restrict__ x, int m,
-                         float* __restrict__ y) {
+template <int kRows, class X>
+__device__ void gemv_row(const DeviceMatrix& w, std::int64_t r, int lane, X x, int m, float* __restrict__ y) {
   float dot[kRows];
   gemv_dot<kRows>(w, r, lane, x, m, dot);
 #pragma unroll
@@ -91,8 +130,8 @@ Kernel instance_for(int m, Kernel rows1, Kernel rows2, Kernel rows4, Kernel rows
 }
 
 // One warp per output feature.
-template <int kRows>
-__global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, int m, float* __restrict__ y) {
+template <int kRows, class X>
+__global__ void gemv_kernel(DeviceMatrix w, X x, int m, float* __restrict__ y) {
   const std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r < w.rows) gemv_row<kRows>(w, r, threadIdx.x % 32, x, m, y);
 }
@@ -101,9 +140,8 @@ __global__ void gemv_kernel(DeviceMatrix w, const float* __restrict__ x, int m, 
 // out[i][r] = silu(gate) * up, so the gating costs one silu per feature (gating the down
 // projection's inputs as it read them cost one per feature per output row: 14,336 x
 // 4,096 a token for Llama-3-8B).
-template <int kRows>
-__global__ void gemv_swiglu_kernel(DeviceMatrix gate, DeviceMatrix up, const float* __restrict__ x, int m,
-                                   float* __restrict__ out) {
+template <int kRows, class X>
+__global__ void gemv_swiglu_kernel(DeviceMatrix gate, DeviceMatrix up, X x, int m, float* __restrict__ out) {
   const std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (r >= gate.rows) return;
   const int lane = threadIdx.x % 32;
@@ -123,8 +161,8 @@ struct TargetGroup {
 // One warp per output feature of the group: the features of targets[0], then [1], ...
 // The target is picked by constant indices (a run-time index copies the group to local
 // memory, and costs registers).
-template <int kRows>
-__global__ void gemv_group_kernel(TargetGroup group, const float* __restrict__ x, int m) {
+template <int kRows, class X>
+__global__ void gemv_group_kernel(TargetGroup group, X x, int m) {
   std::int64_t r = std::int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   MatmulTarget target = group.targets[0];
 #pragma unroll
@@ -237,29 +275,48 @@ __global__ void dequantize_rows_half_kernel(DeviceMatrix w, std::int64_t row_beg
   for (int j = 0; j < 32; ++j) dst[j] = __float2half_rn(v[j]);
 }
 
+// One warp per 32 activations: d = max |x| / 127, q = x / d rounded to nearest (in
+// [-127, 127]; a NaN block's d is NaN, so its products are too), and d * sum(q).
+__global__ void quantize_q8_kernel(const float* __restrict__ x, std::int64_t num_blocks, std::int8_t* __restrict__ q,
+                                   float* __restrict__ ds) {
+  const std::int64_t b = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (b >= num_blocks) return;  // warp-uniform
+  const int lane = threadIdx.x % 32;
+  const float v = x[b * 32 + lane];
+  const float d = warp_max(fabsf(v)) / 127.f;
+  const float rounded = d > 0.f ? fminf(fmaxf(rintf(v / d), -127.f), 127.f) : 0.f;
+  q[b * 32 + lane] = static_cast<std::int8_t>(rounded);
+  const float sum = warp_sum(rounded);
+  if (lane == 0) {
+    ds[2 * b] = d;
+    ds[2 * b + 1] = d * sum;
+  }
+}
+
 __global__ void to_half_saturated_kernel(const float* __restrict__ x, std::int64_t n, __half* __restrict__ out) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = __float2half_rn(fminf(fmaxf(x[i], -65504.f), 65504.f));
 }
 
-}  // namespace
-
-void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream) {
+template <class X>
+void launch_gemv(const DeviceMatrix& w, X x, int m, float* y, cudaStream_t stream) {
   const unsigned grid = unsigned((w.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   // (a template-id before <<< would not survive the emulator's rewrite)
-  auto* kernel = instance_for(m, &gemv_kernel<1>, &gemv_kernel<2>, &gemv_kernel<4>, &gemv_kernel<8>);
+  auto* kernel = instance_for(m, &gemv_kernel<1, X>, &gemv_kernel<2, X>, &gemv_kernel<4, X>, &gemv_kernel<8, X>);
   if (grid > 0) kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(w, x, m, y);
 }
 
-void gemv_quantized_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int m, float* out,
-                           cudaStream_t stream) {
+template <class X>
+void launch_gemv_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, X x, int m, float* out,
+                        cudaStream_t stream) {
   const unsigned grid = unsigned((gate.rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  auto* kernel =
-      instance_for(m, &gemv_swiglu_kernel<1>, &gemv_swiglu_kernel<2>, &gemv_swiglu_kernel<4>, &gemv_swiglu_kernel<8>);
+  auto* kernel = instance_for(m, &gemv_swiglu_kernel<1, X>, &gemv_swiglu_kernel<2, X>, &gemv_swiglu_kernel<4, X>,
+                              &gemv_swiglu_kernel<8, X>);
   if (grid > 0) kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(gate, up, x, m, out);
 }
 
-void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream) {
+template <class X>
+void launch_gemv_group(const MatmulTarget* targets, int count, X x, int m, cudaStream_t stream) {
   TargetGroup group{};
   group.count = count;
   std::int64_t rows = 0;
@@ -268,9 +325,42 @@ void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x
     rows += targets[t].w.rows;
   }
   const unsigned grid = unsigned((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  auto* kernel =
-      instance_for(m, &gemv_group_kernel<1>, &gemv_group_kernel<2>, &gemv_group_kernel<4>, &gemv_group_kernel<8>);
+  auto* kernel = instance_for(m, &gemv_group_kernel<1, X>, &gemv_group_kernel<2, X>, &gemv_group_kernel<4, X>,
+                              &gemv_group_kernel<8, X>);
   if (grid > 0) kernel<<<grid, kWarpsPerBlock * 32, 0, stream>>>(group, x, m);
+}
+
+}  // namespace
+
+void gemv_quantized(const DeviceMatrix& w, const float* x, int m, float* y, cudaStream_t stream) {
+  launch_gemv(w, x, m, y, stream);
+}
+void gemv_quantized(const DeviceMatrix& w, Q8Activations x, int m, float* y, cudaStream_t stream) {
+  launch_gemv(w, x, m, y, stream);
+}
+
+void gemv_quantized_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, int m, float* out,
+                           cudaStream_t stream) {
+  launch_gemv_swiglu(gate, up, x, m, out, stream);
+}
+void gemv_quantized_swiglu(const DeviceMatrix& gate, const DeviceMatrix& up, Q8Activations x, int m, float* out,
+                           cudaStream_t stream) {
+  launch_gemv_swiglu(gate, up, x, m, out, stream);
+}
+
+void gemv_quantized_group(const MatmulTarget* targets, int count, const float* x, int m, cudaStream_t stream) {
+  launch_gemv_group(targets, count, x, m, stream);
+}
+void gemv_quantized_group(const MatmulTarget* targets, int count, Q8Activations x, int m, cudaStream_t stream) {
+  launch_gemv_group(targets, count, x, m, stream);
+}
+
+void quantize_activations_q8(const float* x, std::int64_t n, std::int8_t* q, float* ds, cudaStream_t stream) {
+  const std::int64_t blocks = n / 32;
+  const int threads = kWarpsPerBlock * 32;
+  if (blocks > 0)
+    quantize_q8_kernel<<<unsigned((blocks + kWarpsPerBlock - 1) / kWarpsPerBlock), threads, 0, stream>>>(x, blocks, q,
+                                                                                                          ds);
 }
 
 void gemm_quantized(const DeviceMatrix& w, const __half* x, int m, float* y, cudaStream_t stream) {

@@ -36,6 +36,7 @@ bool switched_off(const char* name) {
   return value != nullptr && std::string(value) == "0";
 }
 
+
 Result<void> cuda_ok(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return {};
   cudaGetLastError();
@@ -224,7 +225,7 @@ class CudaEngine final : public Engine {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
-  Result<void> init(const LlamaWeights& weights) {
+  Result<void> init(const LlamaWeights& weights, kernels::MatmulPrecision precision) {
     if (auto ok = cuda_ok(cudaSetDevice(device_), "cudaSetDevice"); !ok) return ok;
     if (auto ok = cuda_ok(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); !ok)
       return ok;
@@ -243,6 +244,7 @@ class CudaEngine final : public Engine {
     tensor_core_attention_ = !switched_off("ARBOR_CUDA_TENSOR_CORE_ATTENTION");
     if (const char* rows = std::getenv("ARBOR_CUDA_GEMV_MAX_ROWS"); rows != nullptr && *rows != '\0')
       matmul_.set_gemv_max_rows(std::atoi(rows));
+    matmul_.set_gemv_int8(precision == kernels::MatmulPrecision::fast);
     return {};
   }
 
@@ -254,7 +256,8 @@ class CudaEngine final : public Engine {
            std::to_string(weights_ ? weights_->device_bytes >> 20 : 0) + " MiB; decode steps as CUDA graphs: " +
            (graphs_ ? (replay_graphs_ ? "on" : "on, captured every step") : "off") +
            "; tensor-core attention: " + (tensor_core_attention_ ? "on" : "off") + "; GEMV up to " +
-           std::to_string(matmul_.gemv_max_rows()) + " rows)";
+           std::to_string(matmul_.gemv_max_rows()) + " rows, " +
+           (matmul_.gemv_int8() ? "int8 activations: precision fast" : "f32 activations") + ")";
   }
   std::shared_ptr<cache::PageAllocator> page_allocator() override { return allocator_; }
 
@@ -726,7 +729,8 @@ class CudaEngine final : public Engine {
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> make_cuda_engine(const LlamaConfig& config, const LlamaWeights& weights) {
+Result<std::unique_ptr<Engine>> make_cuda_engine(const LlamaConfig& config, const LlamaWeights& weights,
+                                                 kernels::MatmulPrecision precision) {
   if (config.head_dim > cu::kMaxHeadDim || config.head_dim % 2 != 0)
     return fail(ErrorCode::unsupported, "CUDA engine: head_dim " + std::to_string(config.head_dim) +
                                             " is not supported (even, at most " + std::to_string(cu::kMaxHeadDim) +
@@ -736,7 +740,7 @@ Result<std::unique_ptr<Engine>> make_cuda_engine(const LlamaConfig& config, cons
   std::string error;
   if (!cu::device_info(device, info, &error)) return fail(ErrorCode::unsupported, "CUDA engine: " + error);
   auto engine = std::make_unique<CudaEngine>(config, device, std::move(info));
-  if (auto ok = engine->init(weights); !ok) return std::unexpected(ok.error());
+  if (auto ok = engine->init(weights, precision); !ok) return std::unexpected(ok.error());
   return std::unique_ptr<Engine>(std::move(engine));
 }
 

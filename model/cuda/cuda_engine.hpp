@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "common/result.hpp"
+#include "kernels/weight_matrix.hpp"
 #include "model/engine.hpp"
 #include "model/llama_weights.hpp"
 
@@ -23,6 +24,10 @@ namespace arbor::model {
 
 // Uploads the weights to device 0 and builds the engine; out_of_memory (what did not
 // fit) or internal (a CUDA error) otherwise. `config` and `weights` must outlive it.
-Result<std::unique_ptr<Engine>> make_cuda_engine(const LlamaConfig& config, const LlamaWeights& weights);
+// `precision`: accurate keeps the decode GEMV's activations f32; fast rounds them to
+// int8 per 32 values (as the CPU's fast int8 matmuls and llama.cpp do) for __dp4a
+// products (kernels/cuda/matmul.hpp).
+Result<std::unique_ptr<Engine>> make_cuda_engine(const LlamaConfig& config, const LlamaWeights& weights,
+                                                 kernels::MatmulPrecision precision = kernels::MatmulPrecision::accurate);
 
 }  // namespace arbor::model

@@ -280,6 +280,14 @@ TEST(CudaEmulator, BytePermutePicksTheBytesPtxDefines) {
   EXPECT_EQ(__int_as_float(int(__byte_perm(0x000000FFu, 0x4B000000u, 0x7440u))) - 8388608.f, 255.f);
 }
 
+// __dp4a (signed): bytes (1, -1, 127, -128) . (2, 3, -4, 5) = 2 - 3 - 508 - 640, plus c.
+TEST(CudaEmulator, Dp4aSumsSignedByteProducts) {
+  const int a = int(0x807FFF01u), b = int(0x05FC0302u);
+  EXPECT_EQ(__dp4a(a, b, 0), 2 - 3 - 508 - 640);
+  EXPECT_EQ(__dp4a(a, b, 1000), 1000 + 2 - 3 - 508 - 640);
+  EXPECT_EQ(__dp4a(0x0F0F0F0F, 0x7F7F7F7F, 0), 4 * 15 * 127);
+}
+
 // Row-major reference: c[i][j] = sum_p a(i, p) b(p, j).
 TEST(CudaEmulator, SgemmTransposesAsCublasDoes) {
   const int m = 3, n = 4, k = 5;

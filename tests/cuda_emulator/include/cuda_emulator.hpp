@@ -209,6 +209,11 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   for (int n = 0; n < 4; ++n) r |= unsigned(bytes >> (8 * ((s >> (4 * n)) & 7u)) & 0xFFu) << (8 * n);
   return r;
 }
+// The four signed bytes of a times those of b, summed, plus c.
+inline int __dp4a(int a, int b, int c) {
+  for (int n = 0; n < 4; ++n) c += int(static_cast<std::int8_t>(a >> (8 * n))) * int(static_cast<std::int8_t>(b >> (8 * n)));
+  return c;
+}
 template <class T>
 T __ldg(const T* p) {
   return *p;

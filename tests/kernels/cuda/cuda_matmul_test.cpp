@@ -170,6 +170,66 @@ TEST_F(CudaMatmul, PastTheGemvsRowsFewRowsTakeTheTensorCoreGemm) {
   }
 }
 
+// x rounded as the int8 GEMV rounds it (Q8Activations): per 32 values, d = max |x| / 127
+// and each value q * d, q = x / d rounded to nearest.
+std::vector<float> rounded_to_q8(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (std::size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0.f;
+    for (std::size_t j = b; j < b + 32; ++j) amax = std::max(amax, std::abs(x[j]));
+    const float d = amax / 127.f;
+    for (std::size_t j = b; j < b + 32; ++j) out[j] = d > 0.f ? std::rint(x[j] / d) * d : 0.f;
+  }
+  return out;
+}
+
+// With int8 activations (set_gemv_int8) the GEMV, its group and its SwiGLU give the f32
+// reference product of the rounded activations, for every type (Q4_0's offset and
+// Q4_1's minimum go through d * sum(q)); and not the product of x itself. Past the GEMV
+// (9 rows) nothing changes: the GEMM takes f16 activations as before.
+TEST_F(CudaMatmul, Int8GemvIsTheProductOfTheRoundedActivations) {
+  std::mt19937 rng(14);
+  const std::int64_t rows = 37, cols = 4096;
+  mm.set_gemv_int8(true);
+  ASSERT_TRUE(mm.gemv_int8());
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q8_0}) {
+    const auto bytes = random_weights(rng, type, rows, cols);
+    const WeightMatrix host{type, bytes.data(), rows, cols};
+    DeviceBuffer d_w;
+    const DeviceMatrix w = upload(type, bytes, rows, cols, d_w);
+    for (std::int64_t m : {1, 3, 8, 9}) {
+      SCOPED_TRACE(std::string(type_name(type)) + " m " + std::to_string(m));
+      const auto x = random_floats(rng, std::size_t(m * cols));
+      auto d_x = to_device(x);
+      const std::size_t n = std::size_t(m * rows);
+      DeviceBuffer d_y = to_device(std::vector<float>(n)), d_group = to_device(std::vector<float>(n));
+      DeviceBuffer d_swiglu = to_device(std::vector<float>(n)), d_scratch = to_device(std::vector<float>(n));
+      ASSERT_TRUE(mm.run(w, d_x.as<float>(), m, d_y.as<float>(), &error)) << error;
+      const MatmulTarget target{w, d_group.as<float>()};
+      ASSERT_TRUE(mm.run_group(&target, 1, d_x.as<float>(), m, &error)) << error;
+      ASSERT_TRUE(mm.run_swiglu(w, w, d_x.as<float>(), m, d_swiglu.as<float>(), d_scratch.as<float>(), &error));
+      const auto got = to_host<float>(d_y, n);
+      if (m > kGemvMaxRows) {
+        const Reference ref = reference_product(host, x, m);
+        expect_close(got, ref.want, ref.bound, kHalfTolerance, "the GEMM");
+        continue;
+      }
+      const Reference rounded = reference_product(host, rounded_to_q8(x), m);
+      expect_close(got, rounded.want, rounded.bound, kF32Tolerance, "run");
+      EXPECT_EQ(to_host<float>(d_group, n), got) << "a group of one is run()";
+      const auto swiglu = to_host<float>(d_swiglu, n);
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_NEAR(swiglu[i], got[i] / (1.f + std::exp(-got[i])) * got[i], 1e-5f * (1.f + got[i] * got[i])) << i;
+      // The rounding is visible: x's own product differs by more than f32 summation.
+      const Reference exact = reference_product(host, x, m);
+      bool differs = false;
+      for (std::size_t i = 0; i < n; ++i)
+        differs = differs || std::abs(got[i] - exact.want[i]) > kF32Tolerance * exact.bound[i] + 1e-6f;
+      EXPECT_TRUE(differs) << "int8 activations left every output as the f32 GEMV's";
+    }
+  }
+}
+
 // A group (Q, K, V of different heights and types; or with an F32 member, or more rows
 // than the GEMV takes, which run one matmul each) gives each target exactly what run()
 // gives it alone.

@@ -80,8 +80,9 @@ struct Side {
   }
 };
 
-std::unique_ptr<Engine> cuda_engine(const Loaded& m) {
-  auto e = make_cuda_engine(m.config, m.weights);
+std::unique_ptr<Engine> cuda_engine(const Loaded& m,
+                                    kernels::MatmulPrecision precision = kernels::MatmulPrecision::accurate) {
+  auto e = make_cuda_engine(m.config, m.weights, precision);
   EXPECT_TRUE(e) << e.error().message;
   return e ? std::move(*e) : nullptr;
 }
@@ -103,12 +104,14 @@ GraphCounts graph_steps_since(const Engine& engine, const GraphCounts& before) {
   return {now.replayed - before.replayed, now.captured - before.captured};
 }
 
-// Prefill in chunks, then greedy decode of two sequences batched, on both backends.
-// Logits within `tol` everywhere; greedy tokens equal while the CPU's top two differ by
-// more than 2 * tol (a closer call may go either way).
-void compare_backends(const Loaded& m, int page_size, int prompt, int chunk, int steps, float tol) {
+// Prefill in chunks, then greedy decode of two sequences batched, on both backends (the
+// CPU's accurate matmuls, the GPU's of `gpu_precision`). Logits within `tol` everywhere;
+// greedy tokens equal while the CPU's top two differ by more than 2 * tol (a closer
+// call may go either way).
+void compare_backends(const Loaded& m, int page_size, int prompt, int chunk, int steps, float tol,
+                      kernels::MatmulPrecision gpu_precision = kernels::MatmulPrecision::accurate) {
   Side cpu(std::make_unique<CpuEngine>(m.config, m.weights, 4), page_size, 512);
-  Side gpu(cuda_engine(m), page_size, 512);
+  Side gpu(cuda_engine(m, gpu_precision), page_size, 512);
   ASSERT_TRUE(gpu.engine);
   const auto tokens = random_tokens(prompt, m.config.vocab_size, 5);
   KvSequence cs[2], gs[2];
@@ -176,6 +179,26 @@ TEST(CudaEngine, Q8_0ShapeMatchesCpu) {
   ARBOR_REQUIRE_CUDA();
   auto m = synthetic("smollm2-135m", 4, kernels::GgmlType::Q8_0);
   compare_backends(*m, 16, 33, 9, 4, 0.02f);
+}
+
+// Precision fast: the decode GEMV rounds activations to int8 per 32 values (llama.cpp's
+// q8_1; the CPU's fast path rounds them likewise). Against the CPU's accurate logits
+// that rounding noise stays within 0.15 (4 layers; Q8_0 ~0.07, Q4_0 and Q4_1 < 0.02)
+// for Q4_0 (the 8B shape), Q4_1 and Q8_0, where a kernel error moves logits by whole
+// units.
+TEST(CudaEngine, PrecisionFastRoundsGemvActivationsToInt8WithinItsNoiseOfTheCpu) {
+  ARBOR_REQUIRE_CUDA();
+  constexpr auto kFast = kernels::MatmulPrecision::fast;
+  auto llama = synthetic("llama3-8b", 2, kernels::GgmlType::Q4_0);
+  auto engine = cuda_engine(*llama, kFast);
+  ASSERT_TRUE(engine);
+  EXPECT_NE(engine->describe().find("int8 activations"), std::string::npos) << engine->describe();
+  EXPECT_NE(cuda_engine(*llama)->describe().find("f32 activations"), std::string::npos);
+  compare_backends(*llama, 16, 40, 40, 4, 0.15f, kFast);
+  for (auto type : {kernels::GgmlType::Q4_1, kernels::GgmlType::Q8_0}) {
+    SCOPED_TRACE(kernels::type_name(type));
+    compare_backends(*synthetic("smollm2-135m", 4, type), 16, 33, 9, 4, 0.15f, kFast);
+  }
 }
 
 // A type the device does not keep as stored (F16 here; BF16, Q4_K and Q6_K take the same
