@@ -19,12 +19,12 @@
 //    launch for all of them when each is quantized and m <= kGemvMaxRows, else one matmul
 //    each (the f16 activations converted once); the outputs are the same either way.
 // The GEMV and SGEMM keep activations f32 by default: the f32 reference product up to
-// summation order. With set_gemv_int8(true) (the engine's precision "fast") the
-// GEMV quantizes the activations to int8 per 32 values first (Q8Activations, as
-// llama.cpp's q8_1 and the CPU's VNNI path) and multiplies quants with __dp4a: about a
-// fifth of the instructions a block, so a GEMV that computes more than it reads may
-// become memory-bound; the product is then the exact one of the rounded activations. The f16 GEMMs are within
-// about 1e-3 of it relative to sum |w| |x| (one f16 rounding of each operand).
+// summation order. The f16 GEMMs are within about 1e-3 of it relative to sum |w| |x|
+// (one f16 rounding of each operand). With set_gemv_int8(true) (the engine's precision
+// "fast") the GEMV rounds the activations to int8 per 32 values first (Q8Activations,
+// as llama.cpp's q8_1 and the CPU's fast path) and multiplies quants with __dp4a: about
+// a fifth of the instructions a block, so a GEMV that computes more than it reads may
+// become bound by its bytes; its product is the f32 one of the rounded activations.
 #pragma once
 
 #include <cublas_v2.h>
@@ -129,8 +129,9 @@ class Matmul {
   static bool kernels_only(const DeviceMatrix& w, std::int64_t m) {
     return w.type != GgmlType::F32 && m <= kQuantizedGemmMaxRows;
   }
-  // Grows the f16 activation scratch for `m` rows of up to `cols` columns now, so that
-  // products of that size allocate nothing (as a capture requires).
+  // Grows the activation scratch (f16; int8 too when the GEMV takes int8) for `m` rows of
+  // up to `cols` columns now, so that products of that size allocate nothing (as a
+  // capture requires).
   bool reserve_activations(std::int64_t m, std::int64_t cols, std::string* error) {
     return x_half_.reserve(std::size_t(m * cols) * sizeof(__half), error) &&
            (!gemv_int8_ || x_q8_.reserve(q8_bytes(std::min<std::int64_t>(m, kGemvMaxRows), cols), error));
